@@ -1,0 +1,132 @@
+"""Writing a bundle: private permissions, atomic JSON, streamed tables, a disk budget.
+
+Every file is created readable by its owner only (0600, directories 0700): a bundle holds
+stacks, paths and command lines of a production service. JSON documents are written to a
+temporary name and renamed, so a reader never sees half of one; tables are streamed and
+flushed, so a capture that is cut short keeps every complete row.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import IO, Any
+
+from diagnose.bundle.manifest import Manifest
+from diagnose.errors import OutputError
+
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+
+
+def _output_error(path: Path, exc: OSError) -> OutputError:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return OutputError(
+            f"disk full while writing {path}: free some space or use --out elsewhere"
+        )
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return OutputError(f"cannot write to {path}: {exc.strerror}; choose a writable --out")
+    return OutputError(f"cannot write {path}: {exc.strerror or exc}")
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    """Write ``obj`` as JSON to ``path`` so that ``path`` is either old or complete."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(obj, fh, indent=1, ensure_ascii=False, allow_nan=False, default=str)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise _output_error(path, exc) from exc
+
+
+class BundleWriter:
+    """A bundle directory being written. Collectors ask it for paths and file handles."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    @classmethod
+    def create(cls, root: Path) -> BundleWriter:
+        """Create an empty bundle directory; refuse to mix with an existing bundle."""
+        root = Path(root)
+        if root.exists():
+            if not root.is_dir():
+                raise OutputError(f"--out {root} exists and is not a directory")
+            if any(root.iterdir()):
+                raise OutputError(f"--out {root} exists and is not empty; choose a new directory")
+        parent = root.parent if str(root.parent) else Path(".")
+        if parent.exists() and not os.access(parent, os.W_OK | os.X_OK):
+            raise OutputError(
+                f"cannot create {root}: {parent} is not writable; choose another --out"
+            )
+        try:
+            root.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+            os.chmod(root, DIR_MODE)
+        except OSError as exc:
+            raise _output_error(root, exc) from exc
+        return cls(root)
+
+    def path(self, rel: str) -> Path:
+        """Path of bundle member ``rel`` (``proc/threads.csv``); its directory is created."""
+        p = self.root / rel
+        if not p.resolve().is_relative_to(self.root.resolve()):
+            raise ValueError(f"bundle member {rel!r} escapes the bundle")
+        self._mkdir(p.parent)
+        return p
+
+    def _mkdir(self, directory: Path) -> None:
+        try:
+            directory.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise _output_error(directory, exc) from exc
+
+    def open_text(self, rel: str, mode: str = "w") -> IO[str]:
+        """Open a text member for streaming, created 0600."""
+        p = self.path(rel)
+        flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if "a" in mode else os.O_TRUNC)
+        try:
+            fd = os.open(p, flags, FILE_MODE)
+        except OSError as exc:
+            raise _output_error(p, exc) from exc
+        return os.fdopen(fd, mode, encoding="utf-8", newline="")
+
+    def write_json(self, rel: str, obj: Any) -> Path:
+        p = self.path(rel)
+        write_json_atomic(p, obj)
+        return p
+
+    def write_text(self, rel: str, text: str) -> Path:
+        p = self.path(rel)
+        tmp = p.with_name(f".{p.name}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            os.replace(tmp, p)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise _output_error(p, exc) from exc
+        return p
+
+    def write_manifest(self, manifest: Manifest) -> None:
+        self.write_json("manifest.json", manifest.to_dict())
+
+    def size_bytes(self) -> int:
+        total = 0
+        for dirpath, _dirs, files in os.walk(self.root):
+            for name in files:
+                try:
+                    total += os.lstat(os.path.join(dirpath, name)).st_size
+                except OSError:
+                    pass
+        return total
+
+    def free_bytes(self) -> int:
+        return shutil.disk_usage(self.root).free

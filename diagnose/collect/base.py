@@ -1,0 +1,91 @@
+"""The collector interface and the context every collector gets.
+
+Lifecycle, driven by :mod:`diagnose.collect.session`:
+
+``probe`` (may it run here? the reason if not) -> ``start`` (spawn and return at once) ->
+``progress`` (a short string for the progress line, polled) -> ``stop`` (end early; may be
+called more than once, from a signal handler's aftermath) -> ``finish`` (wait, convert what
+was recorded into bundle files, return a :class:`CollectorRecord`). ``finish`` must never
+raise for a problem of the host or target: it reports ``failed`` or ``partial`` instead.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
+from diagnose.bundle.writer import BundleWriter
+from diagnose.collect.target import Target
+
+
+@dataclass
+class CaptureOptions:
+    duration: float = 10.0  # seconds
+    rate: int = 100  # stack samples per second (py-spy, perf)
+    proc_rate: int = 20  # /proc thread-state ticks per second
+    native: bool = False  # py-spy --native (blocking; perf provides native stacks cheaply)
+    nonblocking: bool = True  # py-spy --nonblocking
+    collectors: tuple[str, ...] | None = None  # None: all that this host supports
+    max_bundle_bytes: int = 1024 * 1024 * 1024  # the disk budget of one bundle
+    min_free_bytes: int = 256 * 1024 * 1024  # stop before the disk holds less than this
+
+
+@dataclass
+class CaptureContext:
+    """What collectors share during one capture. Times are ``time.monotonic()`` seconds."""
+
+    target: Target
+    writer: BundleWriter
+    options: CaptureOptions
+    t0: float  # monotonic time of the capture's start: bundle times are relative to it
+    deadline: float  # monotonic time at which the capture ends unless stopped earlier
+    stop_event: threading.Event = field(default_factory=threading.Event)
+    target_exited: threading.Event = field(default_factory=threading.Event)
+    stop_reason: str = ""  # why the capture was stopped early, when a collector stopped it
+
+    def request_stop(self, reason: str) -> None:
+        """End the capture early for everyone (e.g. the disk filled up)."""
+        if not self.stop_event.is_set():
+            self.stop_reason = reason
+        self.stop_event.set()
+
+    def remaining(self) -> float:
+        return max(0.0, self.deadline - time.monotonic())
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.t0
+
+
+class Collector(ABC):
+    name: str = "?"
+    #: a short description for --collectors help and the report
+    description: str = ""
+
+    def probe(self, ctx: CaptureContext) -> str | None:
+        """Return why this collector cannot run for this target/host, or None."""
+        return None
+
+    @abstractmethod
+    def start(self, ctx: CaptureContext) -> None: ...
+
+    def progress(self) -> str:
+        return ""
+
+    def stop(self) -> None:  # noqa: B027 - optional hook
+        """Ask the collector to end early. Idempotent."""
+
+    @abstractmethod
+    def finish(self, ctx: CaptureContext, timeout: float) -> CollectorRecord: ...
+
+    # helpers for subclasses
+    def record(
+        self,
+        status: CollectorStatus,
+        reason: str = "",
+        files: list[str] | None = None,
+        **details: object,
+    ) -> CollectorRecord:
+        return CollectorRecord(self.name, status, reason, files or [], dict(details))

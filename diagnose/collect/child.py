@@ -1,0 +1,127 @@
+"""Helper processes (py-spy, perf) that can never outlive diagnose.
+
+Each is started in its own session, so a Ctrl-C in the terminal reaches diagnose only and
+diagnose decides how to stop them; each gets SIGINT from the kernel if diagnose dies
+(``PR_SET_PDEATHSIG``), which makes py-spy and perf write what they have and exit; and each
+is given a bounded run time of its own (``--duration``, ``-- sleep``) as a last resort.
+Stopping is SIGINT, a grace period, then SIGKILL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+_PR_SET_PDEATHSIG = 1
+_libc = None
+with contextlib.suppress(OSError, TypeError):
+    _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+_LIVE: set[subprocess.Popen[bytes]] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def _pdeathsig() -> None:  # runs in the child between fork and exec
+    os.umask(0o077)  # what the tool writes into the bundle is private too
+    if _libc is not None:
+        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGINT, 0, 0, 0)
+
+
+class Child:
+    """A running helper process whose stderr goes to a file."""
+
+    def __init__(self, argv: Sequence[str], stderr_path: Path, cwd: str | None = None) -> None:
+        self.argv = list(argv)
+        self.stderr_path = stderr_path
+        self.started = time.monotonic()
+        fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            self.proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=fd,
+                stderr=fd,
+                start_new_session=True,
+                preexec_fn=_pdeathsig,
+                cwd=cwd,
+                close_fds=True,
+            )
+        finally:
+            os.close(fd)
+        with _LIVE_LOCK:
+            _LIVE.add(self.proc)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def poll(self) -> int | None:
+        return self.proc.poll()
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        self._forget()
+        return rc
+
+    def stop(self, grace: float = 5.0) -> int:
+        """SIGINT (the tools flush their output), wait ``grace`` s, then SIGKILL."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    self.proc.kill()
+                self.proc.wait()
+        self._forget()
+        return self.proc.returncode
+
+    def stderr_text(self, limit: int = 64 * 1024) -> str:
+        try:
+            with open(self.stderr_path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            return ""
+        return data[-limit:].decode("utf-8", "replace")
+
+    def _forget(self) -> None:
+        with _LIVE_LOCK:
+            _LIVE.discard(self.proc)
+
+
+def kill_all_children() -> None:
+    """Last-resort cleanup (atexit, fatal error): no helper outlives diagnose."""
+    with _LIVE_LOCK:
+        procs = list(_LIVE)
+    for p in procs:
+        if p.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                p.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + 3
+    for p in procs:
+        try:
+            p.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                p.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.wait(2)
+    with _LIVE_LOCK:
+        _LIVE.clear()
+
+
+def live_children() -> list[int]:
+    with _LIVE_LOCK:
+        return [p.pid for p in _LIVE if p.poll() is None]

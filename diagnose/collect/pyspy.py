@@ -1,0 +1,376 @@
+"""Python stacks with py-spy.
+
+Default mode, chosen from measurement (``docs/performance.md``, ``../shared`` platform
+notes): ``--nonblocking`` at 100 Hz with ``--threads --idle``. Blocking mode ptrace-stops
+every thread at every sample, which costs 3-15% throughput (16-32% with ``--native``) and
+falls far behind on oversubscribed targets, exactly the case we diagnose; native stacks
+come from perf instead, which costs nothing measurable. ``--native`` opts back into
+blocking py-spy with native frames.
+
+py-spy writes ``chrometrace`` (timestamped stack changes, merged while a thread's stack
+stays the same) in chunks of at most ``CHUNK_SECONDS``, so py-spy's memory stays bounded
+and a capture cut short keeps every finished chunk. After the capture the chunks are
+converted into ``python/intervals.csv`` + ``python/stacks.csv`` (the per-sample form the
+analysis reads), ``python/stacks.folded`` and ``python/python.speedscope.json``.
+
+The ``gil`` collector runs a second py-spy with ``--gil`` (``raw`` format): the samples
+in which each thread held the GIL.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import shutil
+import sys
+import threading
+import time
+from pathlib import Path
+
+from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
+from diagnose.collect.base import CaptureContext, Collector
+from diagnose.collect.child import Child
+from diagnose.formats.pyspy import (
+    FormatError,
+    chrometrace_intervals,
+    explain_failure,
+    parse_raw,
+    parse_summary,
+)
+from diagnose.formats.speedscope import intervals_to_speedscope
+from diagnose.formats.stacks import Interval, StackTable, format_folded
+
+CHUNK_SECONDS = 60.0
+
+
+def find_pyspy() -> str | None:
+    """py-spy next to this Python (a virtualenv's bin/) or on PATH."""
+    local = Path(sys.executable).parent / "py-spy"
+    if local.is_file() and os.access(local, os.X_OK):
+        return str(local)
+    return shutil.which("py-spy")
+
+
+def pyspy_version(binary: str) -> str:
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            [binary, "--version"], capture_output=True, text=True, timeout=10, check=False
+        )
+        return out.stdout.strip().replace("py-spy ", "")
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+
+
+class _ChunkedPySpy:
+    """Runs py-spy in consecutive chunks until the deadline or a stop."""
+
+    def __init__(self, name: str, argv_for: object, ctx: CaptureContext, suffix: str) -> None:
+        self.name = name
+        self.argv_for = argv_for  # callable(seconds, output path) -> argv
+        self.ctx = ctx
+        self.suffix = suffix
+        self.chunks: list[tuple[str, float, float, int | None, str]] = []
+        self.child: Child | None = None
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name=f"diagnose-{name}", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        child = self.child
+        if child is not None and child.poll() is None:
+            child.stop()
+
+    def _run(self) -> None:
+        ctx = self.ctx
+        index = 0
+        while not self._stop.is_set() and not ctx.stop_event.is_set():
+            left = ctx.deadline - time.monotonic()
+            if left < 0.5:
+                break
+            secs = min(left, CHUNK_SECONDS)
+            rel = f"python/{self.name}-{index:03d}.{self.suffix}"
+            out = ctx.writer.path(rel)
+            err = ctx.writer.path(f"python/{self.name}-{index:03d}.stderr")
+            argv = self.argv_for(max(1, math.ceil(secs) + 1), out)  # type: ignore[operator]
+            spawn_t = time.monotonic() - ctx.t0
+            child = Child(argv, err)
+            self.child = child
+            chunk_end = time.monotonic() + secs
+            rc: int | None = None
+            while True:
+                rc = child.wait(0.1)
+                if rc is not None:
+                    break
+                if (
+                    self._stop.is_set()
+                    or ctx.stop_event.is_set()
+                    or time.monotonic() >= chunk_end
+                    or ctx.target_exited.is_set()
+                ):
+                    rc = child.stop()
+                    break
+            end_t = time.monotonic() - ctx.t0
+            self.chunks.append((rel, spawn_t, end_t, rc, child.stderr_text()))
+            index += 1
+            if rc not in (0, None, -2, 130) and not out.exists():
+                break  # py-spy failed: starting again would fail again
+            if ctx.target_exited.is_set():
+                break
+
+    def join(self, timeout: float) -> None:
+        self.thread.join(timeout)
+        if self.thread.is_alive():
+            self.stop()
+            self.thread.join(5)
+
+
+class PySpyCollector(Collector):
+    name = "pyspy"
+    description = "Python stacks of every thread (py-spy, nonblocking by default)"
+
+    def __init__(self) -> None:
+        self.binary: str | None = None
+        self.runner: _ChunkedPySpy | None = None
+
+    def probe(self, ctx: CaptureContext) -> str | None:
+        if not ctx.target.is_python:
+            return (
+                f"PID {ctx.target.pid} ({ctx.target.comm}) is not a Python process: "
+                "no Python stacks (native stacks come from perf)"
+            )
+        self.binary = find_pyspy()
+        if self.binary is None:
+            return "py-spy is not installed: pip install py-spy"
+        return None
+
+    def _argv(self, ctx: CaptureContext) -> object:
+        binary = self.binary
+        assert binary is not None
+        opts = ctx.options
+
+        def argv(seconds: int, out: Path) -> list[str]:
+            a = [
+                binary,
+                "record",
+                "--pid",
+                str(ctx.target.pid),
+                "--threads",
+                "--idle",
+                "--rate",
+                str(opts.rate),
+                "--duration",
+                str(seconds),
+                "--format",
+                "chrometrace",
+                "--output",
+                str(out),
+            ]
+            if opts.native:
+                a.append("--native")
+            elif opts.nonblocking:
+                a.append("--nonblocking")
+            return a
+
+        return argv
+
+    def start(self, ctx: CaptureContext) -> None:
+        self.runner = _ChunkedPySpy("trace", self._argv(ctx), ctx, "json")
+        self.runner.start()
+
+    def progress(self) -> str:
+        r = self.runner
+        if r is None:
+            return ""
+        return f"py-spy {'running' if r.thread.is_alive() else 'done'}"
+
+    def stop(self) -> None:
+        if self.runner is not None:
+            self.runner.stop()
+
+    def finish(self, ctx: CaptureContext, timeout: float) -> CollectorRecord:
+        runner = self.runner
+        assert runner is not None
+        runner.join(timeout)
+        mode = (
+            "native (blocking)"
+            if ctx.options.native
+            else ("nonblocking" if ctx.options.nonblocking else "blocking")
+        )
+        details: dict[str, object] = {
+            "mode": mode,
+            "rate_hz": ctx.options.rate,
+            "chunks": len(runner.chunks),
+            "py_spy": pyspy_version(self.binary or "py-spy"),
+        }
+        intervals: list[Interval] = []
+        names: dict[int, str] = {}
+        problems: list[str] = []
+        samples_total = 0
+        errors_total = 0
+        covered = 0.0
+        for rel, spawn_t, end_t, rc, stderr in runner.chunks:
+            samples, errors = parse_summary(stderr)
+            samples_total += samples or 0
+            errors_total += errors or 0
+            path = ctx.writer.root / rel
+            if not path.is_file() or path.stat().st_size == 0:
+                problems.append(
+                    explain_failure(stderr, ctx.target.pid)
+                    if stderr
+                    else f"py-spy exited with {rc}"
+                )
+                continue
+            try:
+                events = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+                chunk_iv, chunk_names = chrometrace_intervals(events, offset=spawn_t)
+            except (json.JSONDecodeError, FormatError) as exc:
+                problems.append(f"{rel}: unreadable py-spy output ({exc})")
+                continue
+            intervals.extend(chunk_iv)
+            names.update(chunk_names)
+            covered += end_t - spawn_t
+        details["samples"] = samples_total
+        details["sample_errors"] = errors_total
+        files = [c[0] for c in runner.chunks if (ctx.writer.root / c[0]).is_file()]
+        if not intervals:
+            reason = problems[0] if problems else "py-spy recorded no samples"
+            return self.record(CollectorStatus.FAILED, reason, files, **details)
+        files += write_python_tables(ctx, intervals, names)
+        window = ctx.elapsed()
+        details["covered_s"] = round(covered, 2)
+        if problems:
+            return self.record(CollectorStatus.PARTIAL, "; ".join(problems[:3]), files, **details)
+        if ctx.target_exited.is_set():
+            return self.record(
+                CollectorStatus.PARTIAL, "the target exited during the capture", files, **details
+            )
+        if covered < 0.8 * window and not ctx.stop_event.is_set():
+            return self.record(
+                CollectorStatus.PARTIAL,
+                f"py-spy covered {covered:.1f} s of the {window:.1f} s window",
+                files,
+                **details,
+            )
+        return self.record(CollectorStatus.OK, "", files, **details)
+
+
+def write_python_tables(
+    ctx: CaptureContext, intervals: list[Interval], names: dict[int, str]
+) -> list[str]:
+    """intervals.csv, stacks.csv, threads.csv, stacks.folded, python.speedscope.json."""
+    table = StackTable()
+    w = ctx.writer
+    with w.open_text("python/intervals.csv") as fh:
+        cw = csv.writer(fh)
+        cw.writerow(["tid", "start", "end", "stack_id"])
+        for iv in intervals:
+            cw.writerow([iv.tid, round(iv.start, 4), round(iv.end, 4), table.intern(iv.stack)])
+    with w.open_text("python/stacks.csv") as fh:
+        cw = csv.writer(fh)
+        cw.writerow(["stack_id", "frames"])
+        for sid, stack in enumerate(table.stacks):
+            cw.writerow([sid, ";".join(f.replace(";", ":") for f in stack)])
+    with w.open_text("python/threads.csv") as fh:
+        cw = csv.writer(fh)
+        cw.writerow(["tid", "name"])
+        for tid, name in sorted(names.items()):
+            cw.writerow([tid, name])
+    folded_rows = []
+    for iv in intervals:
+        head = f"thread ({iv.tid}): {names.get(iv.tid, '')}"
+        folded_rows.append(((head, *iv.stack), (iv.end - iv.start) * 1000.0))
+    w.write_text("python/stacks.folded", format_folded(folded_rows))
+    w.write_json(
+        "python/python.speedscope.json",
+        intervals_to_speedscope(intervals, names, name=f"Python stacks of PID {ctx.target.pid}"),
+    )
+    return [
+        "python/intervals.csv",
+        "python/stacks.csv",
+        "python/threads.csv",
+        "python/stacks.folded",
+        "python/python.speedscope.json",
+    ]
+
+
+class GilCollector(Collector):
+    """Which thread held the GIL, sampled by a second py-spy with ``--gil``."""
+
+    name = "gil"
+    description = "samples in which each thread held the GIL (py-spy --gil)"
+
+    def __init__(self) -> None:
+        self.binary: str | None = None
+        self.runner: _ChunkedPySpy | None = None
+
+    def probe(self, ctx: CaptureContext) -> str | None:
+        if not ctx.target.is_python:
+            return "the target is not a Python process"
+        if ctx.options.native:
+            return "not run together with --native (two blocking py-spy would double the cost)"
+        self.binary = find_pyspy()
+        if self.binary is None:
+            return "py-spy is not installed: pip install py-spy"
+        return None
+
+    def start(self, ctx: CaptureContext) -> None:
+        binary = self.binary
+        assert binary is not None
+
+        def argv(seconds: int, out: Path) -> list[str]:
+            return [
+                binary, "record", "--pid", str(ctx.target.pid), "--threads", "--gil", "--full-filenames",
+                "--nonblocking", "--rate", str(ctx.options.rate), "--duration", str(seconds),
+                "--format", "raw", "--output", str(out),
+            ]  # fmt: skip
+
+        self.runner = _ChunkedPySpy("gil", argv, ctx, "folded")
+        self.runner.start()
+
+    def stop(self) -> None:
+        if self.runner is not None:
+            self.runner.stop()
+
+    def finish(self, ctx: CaptureContext, timeout: float) -> CollectorRecord:
+        runner = self.runner
+        assert runner is not None
+        runner.join(timeout)
+        rows: list[tuple[tuple[str, ...], float]] = []
+        samples_total = 0
+        problems = []
+        files = []
+        for rel, _s, _e, rc, stderr in runner.chunks:
+            samples, _errors = parse_summary(stderr)
+            path = ctx.writer.root / rel
+            if samples is None or not path.is_file():
+                problems.append(
+                    explain_failure(stderr, ctx.target.pid)
+                    if stderr
+                    else f"py-spy exited with {rc}"
+                )
+                continue
+            samples_total += samples
+            files.append(rel)
+            for tid, name, stack, count in parse_raw(path.read_text("utf-8", "replace")):
+                rows.append(((f"thread ({tid}): {name}", *stack), count))
+        details = {"samples": samples_total, "rate_hz": ctx.options.rate}
+        if samples_total == 0:
+            return self.record(
+                CollectorStatus.FAILED, problems[0] if problems else "no samples", files, **details
+            )
+        ctx.writer.write_text("python/gil.folded", format_folded(rows))
+        ctx.writer.write_json("python/gil.json", {"samples": samples_total})
+        files += ["python/gil.folded", "python/gil.json"]
+        status = (
+            CollectorStatus.PARTIAL
+            if problems or ctx.target_exited.is_set()
+            else CollectorStatus.OK
+        )
+        return self.record(status, "; ".join(problems[:2]), files, **details)

@@ -1,0 +1,331 @@
+"""One capture: resolve the target, run the collectors together, write the bundle.
+
+Safety properties this module owns (tested in tests/e2e/test_attach_safety.py):
+- one capture per target at a time (an flock the kernel releases if we die);
+- helpers are stopped (SIGINT, grace, SIGKILL) on every path out, signals included;
+- the target is never left stopped: its state is checked at the end and a SIGSTOP left
+  behind by a killed tracer is undone;
+- the bundle's manifest is written first with ``state: capturing`` and rewritten at the
+  end, so even a capture that was killed leaves a readable, partial bundle;
+- the bundle is bounded in bytes (``max_bundle_bytes``) and leaves ``min_free_bytes`` on
+  the disk: over either, the capture ends early and keeps what it recorded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+import socket
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO
+
+from diagnose import __version__
+from diagnose.bundle.manifest import CollectorRecord, CollectorStatus, Manifest
+from diagnose.bundle.writer import BundleWriter
+from diagnose.collect.base import CaptureContext, CaptureOptions, Collector
+from diagnose.collect.child import kill_all_children
+from diagnose.collect.redact import redact_argv
+from diagnose.collect.registry import build_collectors
+from diagnose.collect.target import Target, check_trace_access, resolve_target
+from diagnose.errors import Busy, OutputError, UsageError
+
+ProgressFn = Callable[[str], None]
+
+
+@dataclass
+class CaptureResult:
+    bundle: Path
+    manifest: Manifest
+    target: Target
+
+    @property
+    def partial(self) -> bool:
+        return self.manifest.capture.get("ended_by") == "target_exited" or any(
+            rec.status in (CollectorStatus.PARTIAL, CollectorStatus.FAILED)
+            for rec in self.manifest.collectors.values()
+        )
+
+
+def validate_options(options: CaptureOptions) -> None:
+    if not (options.duration > 0) or options.duration > 24 * 3600:
+        raise UsageError(
+            f"--duration must be between 0 and 86400 seconds, not {options.duration:g}"
+        )
+    if not (1 <= options.rate <= 1000):
+        raise UsageError(f"--rate must be between 1 and 1000 Hz, not {options.rate}")
+    if not (1 <= options.proc_rate <= 200):
+        raise UsageError(f"--proc-rate must be between 1 and 200 Hz, not {options.proc_rate}")
+
+
+def default_out_dir(pid: int) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path(f"diagnose-{pid}-{stamp}")
+
+
+class _TargetLock:
+    """An exclusive flock per target PID: a second capture fails at once, never waits."""
+
+    def __init__(self, pid: int) -> None:
+        self.path = Path(tempfile.gettempdir()) / f"diagnose-{pid}.lock"
+        self.fh: IO[str] | None = None
+
+    def acquire(self) -> None:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        fh = os.fdopen(fd, "r+")
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = fh.read().strip()
+            fh.close()
+            raise Busy(
+                f"another diagnose capture of PID {self.path.stem.split('-')[-1]} is running"
+                + (f" (diagnose PID {holder})" if holder else "")
+                + "; wait for it to finish"
+            ) from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        self.fh = fh
+
+    def release(self) -> None:
+        if self.fh is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(self.fh, fcntl.LOCK_UN)
+            self.fh.close()
+            self.fh = None
+
+
+def _thread_states(pid: int) -> dict[int, str]:
+    out: dict[int, str] = {}
+    with contextlib.suppress(OSError):
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                with open(f"/proc/{pid}/task/{tid}/stat", encoding="utf-8", errors="replace") as fh:
+                    text = fh.read()
+                out[int(tid)] = text[text.rindex(")") + 2]
+    return out
+
+
+def ensure_not_stopped(pid: int, stopped_before: bool) -> str:
+    """If the target is stopped now but was not before we attached, continue it."""
+    states = _thread_states(pid)
+    if not states or stopped_before:
+        return ""
+    if any(s in ("T", "t") for s in states.values()):
+        time.sleep(0.2)  # a tracer may be detaching right now
+        states = _thread_states(pid)
+        if any(s == "T" for s in states.values()):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGCONT)
+            return "the target was left stopped by a tracer; diagnose sent it SIGCONT"
+    return ""
+
+
+class _Signals:
+    """SIGINT/SIGTERM/SIGHUP end the capture early (it still writes a valid bundle)."""
+
+    def __init__(self, stop: threading.Event) -> None:
+        self.stop = stop
+        self.received: str = ""
+        self.saved: dict[int, object] = {}
+
+    def __enter__(self) -> _Signals:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                self.saved[sig] = signal.signal(sig, self._handler)
+        return self
+
+    def _handler(self, signum: int, _frame: object) -> None:
+        if self.received:
+            # A second signal while we are writing: do not abandon the bundle half-made,
+            # but make sure helpers are going down.
+            return
+        self.received = signal.Signals(signum).name
+        self.stop.set()
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self.saved.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+
+
+def capture(
+    pid: int,
+    out: Path | None,
+    options: CaptureOptions,
+    follow_children: bool = True,
+    progress: ProgressFn | None = None,
+    command: list[str] | None = None,
+) -> CaptureResult:
+    """Capture ``pid`` into a new bundle at ``out``. Raises DiagnoseError on bad input."""
+    validate_options(options)
+    target = resolve_target(pid, follow_children)
+    check_trace_access(target.pid)
+    lock = _TargetLock(target.pid)
+    lock.acquire()
+    try:
+        return _capture_locked(target, out, options, progress, command)
+    finally:
+        lock.release()
+
+
+def _capture_locked(
+    target: Target,
+    out: Path | None,
+    options: CaptureOptions,
+    progress: ProgressFn | None,
+    command: list[str] | None,
+) -> CaptureResult:
+    out = out or default_out_dir(target.pid)
+    writer = BundleWriter.create(out)
+    free = writer.free_bytes()
+    if free < options.min_free_bytes:
+        with contextlib.suppress(OSError):
+            out.rmdir()
+        raise OutputError(
+            f"only {free // (1024 * 1024)} MiB free on the disk of {out}; diagnose keeps at "
+            f"least {options.min_free_bytes // (1024 * 1024)} MiB free (choose another --out)"
+        )
+    started_wall = datetime.now(timezone.utc)
+    t0 = time.monotonic()
+    ctx = CaptureContext(
+        target=target,
+        writer=writer,
+        options=options,
+        t0=t0,
+        deadline=t0 + options.duration,
+    )
+    collectors = build_collectors(options.collectors)
+    manifest = Manifest(
+        tool_version=__version__,
+        target={
+            "pid": target.pid,
+            "comm": target.comm,
+            "exe": target.exe,
+            "cmdline": redact_argv(target.cmdline),
+            "is_python": target.is_python,
+            "python_version": target.python_version,
+            "followed_from": target.followed_from,
+            "siblings": list(target.siblings),
+            "note": target.note,
+        },
+        host={"hostname": socket.gethostname(), "logical_cpus": os.cpu_count()},
+        capture={
+            "started": started_wall.isoformat(timespec="milliseconds"),
+            "monotonic_start": t0,
+            "duration_requested": options.duration,
+            "rate_hz": options.rate,
+            "proc_rate_hz": options.proc_rate,
+            "py_spy_mode": "native"
+            if options.native
+            else ("nonblocking" if options.nonblocking else "blocking"),
+            "command": redact_argv(command or sys.argv),
+            "collectors_requested": list(options.collectors) if options.collectors else None,
+        },
+    )
+    writer.write_manifest(manifest)
+    stopped_before = any(s == "T" for s in _thread_states(target.pid).values())
+    records: dict[str, CollectorRecord] = {}
+    running: list[Collector] = []
+    ended_by = "duration"
+    try:
+        with _Signals(ctx.stop_event) as sig:
+            for c in collectors:
+                reason = c.probe(ctx)
+                if reason:
+                    records[c.name] = CollectorRecord(c.name, CollectorStatus.UNAVAILABLE, reason)
+                    continue
+                try:
+                    c.start(ctx)
+                    running.append(c)
+                except Exception as exc:  # a collector must never take the capture down
+                    records[c.name] = CollectorRecord(
+                        c.name, CollectorStatus.FAILED, f"could not start: {exc}"
+                    )
+            manifest.collectors = {**records}
+            manifest.capture["running"] = [c.name for c in running]
+            writer.write_manifest(manifest)
+            ended_by = _wait(ctx, running, writer, progress)
+            if sig.received:
+                ended_by = f"interrupted ({sig.received})"
+            for c in running:
+                with contextlib.suppress(Exception):
+                    c.stop()
+            for c in running:
+                try:
+                    records[c.name] = c.finish(ctx, timeout=30)
+                except OutputError as exc:
+                    records[c.name] = CollectorRecord(c.name, CollectorStatus.FAILED, str(exc))
+                    ended_by = "disk_full"
+                except Exception as exc:
+                    records[c.name] = CollectorRecord(
+                        c.name,
+                        CollectorStatus.FAILED,
+                        f"internal error while finishing: {type(exc).__name__}: {exc}",
+                    )
+    finally:
+        kill_all_children()
+        note = ensure_not_stopped(target.pid, stopped_before)
+        ended_wall = datetime.now(timezone.utc)
+        manifest.collectors = {c.name: records[c.name] for c in collectors if c.name in records}
+        manifest.capture.update(
+            {
+                "ended": ended_wall.isoformat(timespec="milliseconds"),
+                "duration_actual": round(time.monotonic() - t0, 3),
+                "ended_by": ended_by,
+            }
+        )
+        manifest.capture.pop("running", None)
+        if note:
+            manifest.capture["safety_note"] = note
+        manifest.state = "complete"
+        with contextlib.suppress(OutputError):
+            writer.write_manifest(manifest)
+    return CaptureResult(out, manifest, target)
+
+
+def _wait(
+    ctx: CaptureContext,
+    running: list[Collector],
+    writer: BundleWriter,
+    progress: ProgressFn | None,
+) -> str:
+    """Sleep until the deadline, a stop, the target's exit or the disk budget."""
+    opts = ctx.options
+    last_budget_check = 0.0
+    while True:
+        now = time.monotonic()
+        if ctx.stop_event.is_set():
+            return ctx.stop_reason or "interrupted"
+        if now >= ctx.deadline:
+            return "duration"
+        if ctx.target_exited.is_set() or not ctx.target.alive():
+            ctx.target_exited.set()
+            return "target_exited"
+        if now - last_budget_check >= 1.0:
+            last_budget_check = now
+            try:
+                size = writer.size_bytes()
+                free = writer.free_bytes()
+            except OSError:
+                size, free = 0, opts.min_free_bytes
+            if size > opts.max_bundle_bytes:
+                ctx.request_stop("disk_budget")
+                return "disk_budget"
+            if free < opts.min_free_bytes // 2:
+                ctx.request_stop("disk_full")
+                return "disk_full"
+        if progress is not None:
+            left = ctx.deadline - now
+            parts = [p for p in (c.progress() for c in running) if p]
+            progress(f"{left:5.1f} s left | " + " | ".join(parts))
+        ctx.stop_event.wait(0.25)

@@ -1,0 +1,85 @@
+"""Stacks, intervals and the folded format shared by every sampler."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+Stack = tuple[str, ...]
+
+_THREAD_FRAME = re.compile(r"^thread \((?P<tid>0x[0-9a-fA-F]+|\d+)\)(?:: (?P<name>.*))?$", re.S)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """Thread ``tid`` was seen in ``stack`` from ``start`` to ``end`` (seconds)."""
+
+    tid: int
+    start: float
+    end: float
+    stack: Stack
+
+
+def clean_frame(text: str) -> str:
+    """Make a frame safe for the folded format: no ';' separators or line breaks."""
+    return text.replace(";", ":").replace("\n", " ").replace("\r", " ")
+
+
+def parse_thread_frame(frame: str) -> tuple[int, str] | None:
+    """py-spy's ``thread (TID): NAME`` root frame -> (tid, name)."""
+    m = _THREAD_FRAME.match(frame)
+    if not m:
+        return None
+    raw = m.group("tid")
+    tid = int(raw, 16) if raw.lower().startswith("0x") else int(raw)
+    return tid, m.group("name") or ""
+
+
+class StackTable:
+    """Interns stacks to small integer ids (0, 1, 2, ...)."""
+
+    def __init__(self) -> None:
+        self.ids: dict[Stack, int] = {}
+        self.stacks: list[Stack] = []
+
+    def intern(self, stack: Stack) -> int:
+        sid = self.ids.get(stack)
+        if sid is None:
+            sid = len(self.stacks)
+            self.ids[stack] = sid
+            self.stacks.append(stack)
+        return sid
+
+
+def format_folded(rows: Iterable[tuple[Stack, float | int]]) -> str:
+    """``frame;frame;frame WEIGHT`` lines, heaviest first (the FlameGraph format)."""
+    agg: dict[Stack, float] = {}
+    for stack, weight in rows:
+        if stack:
+            agg[stack] = agg.get(stack, 0) + weight
+    lines = []
+    for stack, weight in sorted(agg.items(), key=lambda kv: (-kv[1], kv[0])):
+        w = round(weight)
+        if w <= 0:
+            continue
+        lines.append(";".join(clean_frame(f) for f in stack) + f" {w}")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def parse_folded(text: str) -> Iterator[tuple[Stack, float]]:
+    """Parse folded lines; lines that are not ``stack COUNT`` are skipped."""
+    for line in text.splitlines():
+        line = line.rstrip()
+        if not line:
+            continue
+        stack_text, sep, count = line.rpartition(" ")
+        if not sep or not stack_text:
+            continue
+        try:
+            weight = float(count)
+        except ValueError:
+            continue
+        if weight < 0 or weight != weight or weight == float("inf"):
+            continue
+        yield tuple(stack_text.split(";")), weight
