@@ -1,0 +1,13 @@
+"""Analyses beyond the core ones (perf's native and scheduler views, ...).
+
+Each is a function ``(data: BundleData, frames: FrameRules, analysis: Analysis) -> None``
+that adds metrics (registered in :mod:`diagnose.analyse.registry`) and report tables to
+``analysis``. They run after the core metrics, in this order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+ANALYSES: list[Callable[[Any, Any, Any], None]] = []

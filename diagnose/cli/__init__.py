@@ -1,0 +1,58 @@
+"""The command line: a thin click layer over the library. One module per command.
+
+Errors a user can act on (:class:`diagnose.errors.DiagnoseError`) become one line on stderr
+and a documented exit code (README, "Exit codes"); anything else is a bug: exit code 1 and
+the traceback, so it can be reported.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from diagnose import __version__
+from diagnose.errors import DiagnoseError, ExitCode
+
+
+class DiagnoseGroup(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except DiagnoseError as exc:
+            click.echo(f"diagnose: error: {exc}", err=True)
+            ctx.exit(int(exc.exit_code))
+        except KeyboardInterrupt:
+            click.echo("diagnose: interrupted", err=True)
+            ctx.exit(130)
+        except BrokenPipeError:
+            sys.stderr.close()
+            ctx.exit(0)
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        # click's own usage errors exit 2 already, which is ExitCode.USAGE
+        assert int(ExitCode.USAGE) == 2
+        return super().main(*args, **kwargs)
+
+
+@click.group(
+    cls=DiagnoseGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.version_option(__version__, prog_name="diagnose")
+def main() -> None:
+    """Find why an AI inference service collapses under concurrency.
+
+    \b
+    diagnose attach PID        capture a running process and diagnose it
+    diagnose report BUNDLE     re-render a bundle's report (after editing rules, say)
+    diagnose demo              run it all on a bundled sample workload
+    """
+
+
+def _register() -> None:
+    from diagnose.cli import attach, demo, report, rules_cmd  # noqa: F401
+
+
+_register()

@@ -1,0 +1,118 @@
+"""Options and helpers shared by several commands."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from diagnose.collect.base import CaptureOptions
+from diagnose.collect.registry import COLLECTORS, parse_collectors
+
+rules_option = click.option(
+    "--rules",
+    "rules_dirs",
+    type=click.Path(path_type=Path, file_okay=False),
+    multiple=True,
+    help="A directory of extra rule files (*.toml); a rule with the same id replaces the built-in one. Repeatable.",
+)
+
+
+def capture_options(f):  # type: ignore[no-untyped-def]
+    opts = [
+        click.option(
+            "--duration",
+            "-d",
+            type=float,
+            default=10.0,
+            show_default=True,
+            help="Seconds to capture.",
+        ),
+        click.option(
+            "--rate",
+            "-r",
+            type=int,
+            default=100,
+            show_default=True,
+            help="Stack samples per second (py-spy and perf).",
+        ),
+        click.option(
+            "--proc-rate",
+            type=int,
+            default=20,
+            show_default=True,
+            help="Thread-state ticks per second (/proc).",
+        ),
+        click.option(
+            "--native/--no-native",
+            default=False,
+            show_default=True,
+            help="py-spy --native: native frames from py-spy (blocking mode, costs the target 16-32%). Native stacks come from perf by default, at no measurable cost.",
+        ),
+        click.option(
+            "--nonblocking/--blocking",
+            default=True,
+            show_default=True,
+            help="py-spy mode. Blocking stops every thread at every sample (3-15% cost, worse with many threads).",
+        ),
+        click.option(
+            "--collectors",
+            default=None,
+            metavar="LIST",
+            help=f"Comma-separated collectors to run (default: all this host supports). Known: {', '.join(COLLECTORS)}.",
+        ),
+        click.option(
+            "--max-bundle-mb",
+            type=int,
+            default=1024,
+            show_default=True,
+            help="Disk budget of the bundle; the capture stops early when it is reached.",
+        ),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def make_options(
+    duration: float,
+    rate: int,
+    proc_rate: int,
+    native: bool,
+    nonblocking: bool,
+    collectors: str | None,
+    max_bundle_mb: int,
+) -> CaptureOptions:
+    return CaptureOptions(
+        duration=duration,
+        rate=rate,
+        proc_rate=proc_rate,
+        native=native,
+        nonblocking=nonblocking,
+        collectors=parse_collectors(collectors),
+        max_bundle_bytes=max(1, max_bundle_mb) * 1024 * 1024,
+    )
+
+
+class Progress:
+    """One updating line on a terminal; nothing otherwise (logs stay clean)."""
+
+    def __init__(self, enabled: bool | None = None) -> None:
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.width = 0
+
+    def __call__(self, text: str) -> None:
+        if not self.enabled:
+            return
+        line = text[:110]
+        pad = max(0, self.width - len(line))
+        sys.stderr.write("\r" + line + " " * pad)
+        sys.stderr.flush()
+        self.width = len(line)
+
+    def done(self) -> None:
+        if self.enabled and self.width:
+            sys.stderr.write("\r" + " " * self.width + "\r")
+            sys.stderr.flush()
+            self.width = 0

@@ -1,0 +1,47 @@
+"""diagnose report BUNDLE: (re)compute the diagnosis from a bundle and render it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from diagnose.cli import main
+from diagnose.cli.common import rules_option
+from diagnose.render.terminal import render_summary
+from diagnose.report import parse_formats, write_reports
+
+
+@main.command()
+@click.argument("bundle", type=click.Path(path_type=Path))
+@click.option(
+    "--format",
+    "formats",
+    default="html,md,json",
+    show_default=True,
+    help="Comma-separated: html, md, json.",
+)
+@rules_option
+@click.option(
+    "-o",
+    "--output",
+    "out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Output file (one format) or directory (default: inside the bundle).",
+)
+@click.option("--quiet", "-q", is_flag=True, help="Print only the paths written.")
+def report(
+    bundle: Path, formats: str, rules_dirs: tuple[Path, ...], out: Path | None, quiet: bool
+) -> None:
+    """Analyse BUNDLE and write its report (HTML, Markdown, JSON).
+
+    The bundle alone is read: copy it anywhere and run this there.
+    """
+    d, paths = write_reports(bundle, parse_formats(formats), out, rules_dirs)
+    if not quiet:
+        main_path = paths.get("html") or next(iter(paths.values()))
+        click.echo(render_summary(d.report, str(main_path), color=sys.stdout.isatty()))
+    for fmt, path in paths.items():
+        click.echo(f"{fmt}: {path}", err=not quiet)

@@ -1,0 +1,100 @@
+"""The demo: start a bundled sample service, attach to it, report, clean up."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from diagnose.collect.base import CaptureOptions
+from diagnose.collect.session import CaptureResult, capture
+from diagnose.errors import DiagnoseError, ExitCode
+from diagnose.resources import samples_dir
+
+DEFAULT_SAMPLE = "lock_contention"
+
+
+def available_samples() -> list[str]:
+    return sorted(p.stem for p in samples_dir().glob("*.py") if not p.name.startswith("_"))
+
+
+class SampleProcess:
+    """A sample workload running as a child process; always cleaned up."""
+
+    def __init__(
+        self,
+        name: str,
+        seconds: float,
+        args: list[str] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        path = samples_dir() / f"{name}.py"
+        if not path.is_file():
+            raise DiagnoseError(
+                f"no sample named {name!r}; available: {', '.join(available_samples())}",
+                ExitCode.USAGE,
+            )
+        self.name = name
+        self.proc = subprocess.Popen(
+            [sys.executable, str(path), "--seconds", str(seconds), *(args or [])],
+            cwd=str(path.parent),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, **(env or {})},
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def wait_ready(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                err = (self.proc.stderr.read() if self.proc.stderr else b"").decode(
+                    "utf-8", "replace"
+                )
+                raise DiagnoseError(
+                    f"sample {self.name} exited at start: {err.strip()[-400:]}", ExitCode.INTERNAL
+                )
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+
+
+def run_demo(
+    sample: str,
+    out: Path,
+    duration: float,
+    progress: Callable[[str], None] | None = None,
+    options: CaptureOptions | None = None,
+) -> CaptureResult:
+    opts = options or CaptureOptions(duration=duration)
+    proc = SampleProcess(sample, seconds=duration + 30)
+    try:
+        proc.wait_ready(1.5)  # let it warm up: first requests are not representative
+        return capture(
+            proc.pid,
+            out,
+            opts,
+            follow_children=False,
+            progress=progress,
+            command=["diagnose", "demo", "--sample", sample],
+        )
+    finally:
+        proc.stop()

@@ -1,0 +1,1 @@
+"""Renderers: the report dict (render/model.py) displayed as JSON, Markdown, HTML, terminal."""

@@ -1,0 +1,211 @@
+"""The report as one plain, JSON-ready dict: the stable contract every renderer displays.
+
+``report.json`` is this dict (minus the ``charts`` the HTML draws). Its shape is versioned by
+``schema`` and documented in ``docs/report-json.md``; fields are only ever added within a
+schema version.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from diagnose import __version__
+from diagnose.analyse.metrics import Analysis
+from diagnose.bundle.manifest import CollectorStatus
+from diagnose.bundle.reader import Bundle
+from diagnose.verdict.engine import Verdict
+from diagnose.verdict.ruleset import RuleSet
+
+REPORT_SCHEMA = "diagnose.report/1"
+
+CATEGORY_TITLES = {
+    "preprocess": "Preprocessing",
+    "lock": "Lock contention",
+    "scheduling": "Scheduling",
+    "compute": "Model compute",
+    "memory_bandwidth": "Memory bandwidth",
+    "io": "Waiting on I/O",
+    "idle": "Idle",
+    "unknown": "Inconclusive",
+}
+
+#: How a missing collector limits the diagnosis, for the "not measured" list.
+COLLECTOR_IMPACT = {
+    "proc": "thread states, run-queue delay, context switches, lock addresses",
+    "pyspy": "Python stacks: lock sites, preprocessing vs model split, flame graph",
+    "gil": "which thread holds the GIL",
+    "system": "cores available, libraries and thread-pool settings",
+    "perf": "native stacks: which kernels (GEMM, memcpy, malloc) the CPU runs",
+    "perf_sched": "per-event run-queue delay and off-CPU stacks",
+    "c2c": "false sharing (contended cache lines)",
+    "perf_stat": "hardware counters (IPC, cache misses)",
+}
+
+
+def jsonable(v: Any) -> Any:
+    """Turn numpy/pandas scalars and NaN into plain JSON values."""
+    if isinstance(v, dict):
+        return {str(k): jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [jsonable(x) for x in v]
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating, float)):
+        f = float(v)
+        return None if math.isnan(f) or math.isinf(f) else f
+    if isinstance(v, (np.bool_,)):
+        return bool(v)
+    if v is pd.NA or v is pd.NaT:
+        return None
+    return v
+
+
+def _threads_table(a: Analysis, limit: int = 200) -> list[dict[str, Any]]:
+    per = a.per_thread
+    if per is None or per.empty:
+        return []
+    per = per.sort_values(["busy", "tid"], ascending=[False, True]).head(limit)
+    rows = []
+    for _, r in per.iterrows():
+        total = float(r["total"]) or 1.0
+        rows.append(
+            {
+                "tid": int(r["tid"]),
+                "name": str(r["name"] or ""),
+                "comm": str(r["comm"] or ""),
+                "role": str(r["role"]),
+                "python": bool(r["python"]),
+                "seconds": round(total, 3),
+                "shares": {
+                    s: round(float(r[s]) / total, 4)
+                    for s in ("running", "runnable", "gil", "lock", "io", "idle", "other")
+                },
+                "voluntary_switches": None if pd.isna(r["vcsw"]) else int(r["vcsw"]),
+                "involuntary_switches": None if pd.isna(r["ivcsw"]) else int(r["ivcsw"]),
+                "migrations": None if pd.isna(r["migrations"]) else int(r["migrations"]),
+            }
+        )
+    return rows
+
+
+def _roles(a: Analysis) -> list[dict[str, Any]]:
+    per = a.per_thread
+    if per is None or per.empty:
+        return []
+    cols = ["running", "runnable", "gil", "lock", "io", "idle", "other"]
+    g = per.groupby("role")
+    out = []
+    for role, grp in g:
+        total = float(grp["total"].sum()) or 1.0
+        out.append(
+            {
+                "role": str(role),
+                "threads": len(grp),
+                "shares": {c: round(float(grp[c].sum()) / total, 4) for c in cols},
+                "busy_threads": round(
+                    float(grp["busy"].sum()) / max(a.metrics.get("window_s") or 1, 1e-9), 2
+                ),
+            }
+        )
+    out.sort(key=lambda r: -r["busy_threads"])
+    return out
+
+
+def not_measured(bundle: Bundle) -> list[dict[str, str]]:
+    out = []
+    for name, rec in bundle.manifest.collectors.items():
+        if rec.status is CollectorStatus.OK and not rec.reason:
+            continue
+        out.append(
+            {
+                "collector": name,
+                "status": rec.status.value,
+                "reason": rec.reason,
+                "impact": COLLECTOR_IMPACT.get(name, ""),
+            }
+        )
+    return out
+
+
+def build_report(
+    bundle: Bundle, analysis: Analysis, verdict: Verdict, ruleset: RuleSet
+) -> dict[str, Any]:
+    man = bundle.manifest
+    system = {}
+    if bundle.has("system.json"):
+        try:
+            raw = bundle.json("system.json")
+            system = raw if isinstance(raw, dict) else {}
+        except Exception:  # a broken system.json is reported by the collectors table
+            system = {}
+    m = analysis.metrics
+    report: dict[str, Any] = {
+        "schema": REPORT_SCHEMA,
+        "tool_version": __version__,
+        "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "bundle": {
+            "path": str(Path(bundle.root).resolve()),
+            "schema_version": man.schema_version,
+            "state": man.state,
+            "complete": man.state == "complete",
+        },
+        "target": man.target,
+        "capture": man.capture,
+        "verdict": {
+            "primary": verdict.primary,
+            "title": CATEGORY_TITLES.get(verdict.primary, verdict.primary),
+            "kind": verdict.kind,
+            "confidence": verdict.confidence,
+            "headline": verdict.headline,
+            "ranking": verdict.ranking(),
+            "confidence_notes": verdict.confidence_notes,
+        },
+        "findings": [f.to_dict() for f in verdict.findings],
+        "not_evaluated": [n.to_dict() for n in verdict.not_evaluated],
+        "broken_rules": verdict.broken_rules,
+        "rules": {"sources": ruleset.sources, "count": len(ruleset.rules)},
+        "metrics": m,
+        "unmeasured": analysis.unmeasured,
+        "collectors": {
+            name: {"status": rec.status.value, "reason": rec.reason, "details": rec.details}
+            for name, rec in man.collectors.items()
+        },
+        "not_measured": not_measured(bundle),
+        "threads": _threads_table(analysis),
+        "roles": _roles(analysis),
+        "locks": analysis.locks,
+        "oncpu": analysis.oncpu,
+        "gil": {
+            "holders": analysis.extra.get("gil_holders", []),
+            "sites": analysis.extra.get("gil_sites", []),
+        },
+        "environment": {
+            "cores_available": m.get("cores_available"),
+            "logical_cpus": m.get("logical_cpus"),
+            "physical_cores": m.get("physical_cores"),
+            "cpus_usable": m.get("cpus_usable"),
+            "quota_cores": m.get("cpu_quota_cores"),
+            "capacity": system.get("capacity", {}),
+            "cpu": {k: v for k, v in (system.get("cpu") or {}).items() if k != "caches"},
+            "caches": (system.get("cpu") or {}).get("caches", []),
+            "python": system.get("python", {}),
+            "libraries": system.get("libraries", {}),
+            "env": system.get("env", {}),
+            "host": system.get("host", {}),
+            "threads_busy": m.get("threads_busy"),
+            "cpu_demand_threads_mean": m.get("cpu_demand_threads_mean"),
+        },
+        "speedscope": [
+            f
+            for f in ("python/python.speedscope.json", "native/native.speedscope.json")
+            if bundle.has(f)
+        ],
+        "extra": {k: v for k, v in analysis.extra.items() if k not in ("gil_holders", "gil_sites")},
+    }
+    return jsonable(report)

@@ -1,0 +1,89 @@
+"""Message templates in rule files: ``"{lock_top_waiters} threads waited {lock_top_wait_s:.1f} s"``.
+
+Only ``{metric}`` and ``{metric:SPEC}`` with SPEC one of ``.Nf``, ``.N%``, ``.Ng``, ``d``
+(N a digit or two) are allowed: no attribute access, indexing, conversions or nested
+fields, so a template can never reach into Python objects the way ``str.format`` can.
+A metric that was not measured renders as ``n/a``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+MAX_TEMPLATE = 2000
+_SPEC = re.compile(r"^(?:\.\d{1,2}[f%g]|d|)$")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+
+
+class TemplateError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Template:
+    source: str
+    parts: tuple[tuple[str, str | None, str], ...]  # (literal, name or None, spec)
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(n for _, n, _ in self.parts if n)
+
+    def render(self, metrics: Mapping[str, Any]) -> str:
+        out = []
+        for literal, name, spec in self.parts:
+            out.append(literal)
+            if name is not None:
+                out.append(format_value(metrics.get(name), spec))
+        return "".join(out)
+
+
+def format_value(v: Any, spec: str = "") -> str:
+    if v is None:
+        return "n/a"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, (int, float)):
+        if isinstance(v, float) and not math.isfinite(v):
+            return "n/a"
+        if spec == "d":
+            return str(round(v))
+        if spec:
+            return format(float(v), spec)
+        if isinstance(v, float):
+            return str(round(v)) if v.is_integer() else f"{v:.3g}"
+        return str(v)
+    return str(v)
+
+
+def compile_template(source: str, known: Mapping[str, Any] | None = None) -> Template:
+    if not isinstance(source, str):
+        raise TemplateError("a message must be a string")
+    if len(source) > MAX_TEMPLATE:
+        raise TemplateError(f"message is longer than {MAX_TEMPLATE} characters")
+    try:
+        parsed = list(string.Formatter().parse(source))
+    except ValueError as exc:
+        raise TemplateError(f"bad braces in message: {exc}") from None
+    parts: list[tuple[str, str | None, str]] = []
+    for literal, field, spec, conversion in parsed:
+        if field is None:
+            parts.append((literal, None, ""))
+            continue
+        if conversion:
+            raise TemplateError(f"conversion !{conversion} is not allowed in {{{field}}}")
+        if not _NAME.match(field):
+            raise TemplateError(
+                f"{{{field}}} is not a plain metric name (no attributes, indexes or expressions)"
+            )
+        spec = spec or ""
+        if "{" in spec or not _SPEC.match(spec):
+            raise TemplateError(f"format {spec!r} in {{{field}}} is not allowed (use .1f, .0%, d)")
+        if known is not None and field not in known:
+            raise TemplateError(f"unknown metric {field!r} in message")
+        parts.append((literal, field, spec))
+    return Template(source, tuple(parts))

@@ -1,0 +1,86 @@
+"""The loop every sample runs: N request threads for a fixed time, then a JSON line of stats.
+
+Samples are small, self-terminating stand-ins for inference services, each with one known
+bottleneck (see samples/README.md). They print, on exit, one JSON line on stdout:
+{"sample": ..., "requests": ..., "seconds": ..., "rps": ..., "p50_ms": ..., "p99_ms": ...}
+which the benchmarks use to measure what diagnose costs the target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+import time
+
+
+def parse_args(description, threads=8, seconds=60.0, extra=None):
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--threads", type=int, default=threads, help="request threads")
+    p.add_argument("--seconds", type=float, default=seconds, help="run time, then exit")
+    p.add_argument("--quiet", action="store_true", help="do not print the stats line")
+    if extra:
+        extra(p)
+    return p.parse_args()
+
+
+def serve(name, handler, threads, seconds, quiet=False, thread_name="handler", setup=None):
+    """Run ``handler()`` in a loop in ``threads`` threads for ``seconds``; print stats."""
+    stop = threading.Event()
+    latencies = []
+    lock = threading.Lock()
+    counts = [0]
+
+    def worker(i):
+        local = []
+        if setup is not None:
+            setup(i)
+        while not stop.is_set():
+            t0 = time.perf_counter()
+            handler()
+            local.append(time.perf_counter() - t0)
+            if len(local) >= 64:
+                with lock:
+                    latencies.extend(local)
+                    counts[0] += len(local)
+                local = []
+        with lock:
+            latencies.extend(local)
+            counts[0] += len(local)
+
+    def on_term(signum, frame):
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_term)
+    start = time.perf_counter()
+    ts = [threading.Thread(target=worker, args=(i,), name=f"{thread_name}-{i}", daemon=True) for i in range(threads)]
+    for t in ts:
+        t.start()
+    try:
+        stop.wait(seconds)
+    except KeyboardInterrupt:
+        pass
+    stop.set()
+    for t in ts:
+        t.join(10)
+    elapsed = time.perf_counter() - start
+    lat = sorted(latencies)
+
+    def pct(q):
+        return round(lat[min(len(lat) - 1, int(q * len(lat)))] * 1000, 3) if lat else None
+
+    stats = {
+        "sample": name,
+        "threads": threads,
+        "requests": len(lat),
+        "seconds": round(elapsed, 3),
+        "rps": round(len(lat) / elapsed, 2) if elapsed > 0 else 0.0,
+        "p50_ms": pct(0.50),
+        "p99_ms": pct(0.99),
+    }
+    if not quiet:
+        sys.stdout.write(json.dumps(stats) + "\n")
+        sys.stdout.flush()
+    return stats
