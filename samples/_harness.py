@@ -55,7 +55,10 @@ def serve(name, handler, threads, seconds, quiet=False, thread_name="handler", s
 
     signal.signal(signal.SIGTERM, on_term)
     start = time.perf_counter()
-    ts = [threading.Thread(target=worker, args=(i,), name=f"{thread_name}-{i}", daemon=True) for i in range(threads)]
+    ts = [
+        threading.Thread(target=worker, args=(i,), name=f"{thread_name}-{i}", daemon=True)
+        for i in range(threads)
+    ]
     for t in ts:
         t.start()
     try:

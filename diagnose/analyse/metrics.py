@@ -884,7 +884,9 @@ def _locks(tt: ThreadTime, data: BundleData, m: dict[str, Any], a: Analysis) -> 
         m["lock_waiters_max"] = 0
 
 
-def _lock_holder(iv: pd.DataFrame, waits: pd.DataFrame, site: str, data: BundleData) -> dict[str, Any] | None:
+def _lock_holder(
+    iv: pd.DataFrame, waits: pd.DataFrame, site: str, data: BundleData
+) -> dict[str, Any] | None:
     """Inferred holder: at ticks where threads waited, a thread that was running (or
     runnable) *inside* the locked region: its stack passes through the waiters' function at
     a later line than the one they wait on (the body of ``with lock:``). Reported as its
@@ -896,7 +898,9 @@ def _lock_holder(iv: pd.DataFrame, waits: pd.DataFrame, site: str, data: BundleD
     wait_line = int(m.group(1)) if m else None
     ticks = set(waits["t"].unique().tolist())
     waiting = set(zip(waits["t"], waits["tid"], strict=True))
-    cand = iv[iv["t"].isin(ticks) & ((iv["running"] > 0) | (iv["runnable"] > 0)) & (iv["stack_id"] >= 0)]
+    cand = iv[
+        iv["t"].isin(ticks) & ((iv["running"] > 0) | (iv["runnable"] > 0)) & (iv["stack_id"] >= 0)
+    ]
     leaves: Counter[str] = Counter()
     threads: Counter[int] = Counter()
     for t, tid, sid in zip(cand["t"], cand["tid"], cand["stack_id"], strict=True):
@@ -918,7 +922,10 @@ def _lock_holder(iv: pd.DataFrame, waits: pd.DataFrame, site: str, data: BundleD
     return {
         "site": site_,
         "ticks": n,
-        "threads": [{"tid": t, "name": data.py_names.get(t, ""), "ticks": c} for t, c in threads.most_common(5)],
+        "threads": [
+            {"tid": t, "name": data.py_names.get(t, ""), "ticks": c}
+            for t, c in threads.most_common(5)
+        ],
         "inferred": True,
     }
 

@@ -97,7 +97,9 @@ def compile_expr(source: str, known: Mapping[str, Any] | None = None) -> Compile
     return Compiled(source, frozenset(names), fn)
 
 
-def _build(node: ast.AST, names: set[str], known: Mapping[str, Any] | None) -> Evaluator:
+def _build(
+    node: ast.AST, names: set[str], known: Mapping[str, Any] | None, allow_str: bool = False
+) -> Evaluator:
     if isinstance(node, ast.BoolOp):
         parts = [_build(v, names, known) for v in node.values]
         if isinstance(node.op, ast.And):
@@ -133,7 +135,7 @@ def _build(node: ast.AST, names: set[str], known: Mapping[str, Any] | None) -> E
                 neighbours = [ops[j][1] for j in (i - 1, i) if 0 <= j < len(ops)]
                 if not all(neighbours):
                     raise ExprError("strings can only be compared with == or !=")
-        fns = [_build(o, names, known) for o in operands]
+        fns = [_build(o, names, known, allow_str=True) for o in operands]
         return lambda m: _compare(ops, [f(m) for f in fns])
     if isinstance(node, ast.Name):
         name = node.id
@@ -157,6 +159,8 @@ def _build(node: ast.AST, names: set[str], known: Mapping[str, Any] | None) -> E
             fv = float(v)
             return lambda m: fv
         if isinstance(v, str):
+            if not allow_str:
+                raise ExprError("strings can only be compared with == or !=")
             if len(v) > MAX_STRING:
                 raise ExprError(f"string constants are limited to {MAX_STRING} characters")
             return lambda m: v

@@ -1,0 +1,143 @@
+"""diagnose attach against real processes: what the bundle records."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from diagnose.bundle import Bundle
+from diagnose.collect.base import CaptureOptions
+from diagnose.collect.session import capture
+from tests.conftest import ROOT, pyenv_python
+
+TARGET = ROOT / "tests" / "targets" / "states.py"
+
+
+def start_states(python: str = sys.executable, *extra: str) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [python, str(TARGET), "--seconds", "30", "--late", "1.5", *extra],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line.strip() == "ready", line
+    return proc
+
+
+def threads_by_name(bundle: Bundle) -> dict[str, int]:
+    names = pd.read_csv(bundle.path("python/threads.csv"))
+    return {str(n): int(t) for t, n in zip(names["tid"], names["name"], strict=True)}
+
+
+@pytest.fixture(scope="module")
+def states_bundle(tmp_path_factory) -> Bundle:
+    out = tmp_path_factory.mktemp("b") / "bundle"
+    proc = start_states()
+    try:
+        capture(proc.pid, out, CaptureOptions(duration=4))
+    finally:
+        proc.kill()
+        proc.wait()
+    return Bundle.open(out)
+
+
+def test_manifest_lists_every_collector_with_a_status(states_bundle):
+    m = states_bundle.manifest
+    assert m.state == "complete"
+    assert m.capture["ended_by"] == "duration"
+    for name in ("system", "proc", "pyspy", "gil"):
+        assert m.collectors[name].status.value == "ok", (name, m.collectors[name].reason)
+        for f in m.collectors[name].files:
+            assert states_bundle.has(f), f
+    assert m.target["is_python"] is True
+
+
+def test_spinning_thread_is_running_with_rising_utime(states_bundle):
+    tid = threads_by_name(states_bundle)["spinner"]
+    df = pd.read_csv(states_bundle.path("proc/threads.csv"))
+    mine = df[df["tid"] == tid].sort_values("t")
+    assert len(mine) >= 40  # 20 Hz for 4 s, minus start-up
+    assert (mine["state"] == "R").mean() > 0.5
+    assert mine["utime"].iloc[-1] > mine["utime"].iloc[0]
+    assert mine["oncpu_ns"].is_monotonic_increasing
+
+
+def test_three_waiters_share_one_futex_address(states_bundle):
+    names = threads_by_name(states_bundle)
+    waiters = [names[f"waiter-{i}"] for i in range(3)]
+    df = pd.read_csv(states_bundle.path("proc/threads.csv"), dtype={"arg0": str})
+    w = df[df["tid"].isin(waiters)]
+    assert set(w["syscall"].dropna().astype(int)) == {202}
+    addresses = w.groupby("tid")["arg0"].agg(lambda s: s.mode().iloc[0])
+    assert addresses.nunique() == 1, addresses
+    assert all(wc.startswith("futex") for wc in w["wchan"].dropna())
+
+
+def test_thread_started_mid_capture_appears(states_bundle):
+    tid = threads_by_name(states_bundle)["late"]
+    df = pd.read_csv(states_bundle.path("proc/threads.csv"))
+    first_seen = df[df["tid"] == tid]["t"].min()
+    assert 1.0 < first_seen < 3.5
+
+
+def test_bundle_files_are_private(states_bundle):
+    for p in Path(states_bundle.root).rglob("*"):
+        mode = p.stat().st_mode & 0o777
+        assert mode & 0o077 == 0, (p, oct(mode))
+
+
+def test_report_recomputes_from_the_bundle_alone(states_bundle, tmp_path):
+    out = tmp_path / "r.json"
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "diagnose",
+            "report",
+            str(states_bundle.root),
+            "--format",
+            "json",
+            "-o",
+            str(out),
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert res.returncode == 0, res.stderr
+    rep = json.loads(out.read_text())
+    assert rep["schema"] == "diagnose.report/1"
+    assert set(rep["verdict"]) >= {"primary", "kind", "confidence", "ranking"}
+    # the lock held by a sleeping holder, with three waiters, is the lock hot spot
+    assert rep["metrics"]["lock_top_waiters"] == 3
+    assert "waiter" in rep["metrics"]["lock_top_site"]
+
+
+@pytest.mark.parametrize("version", ["3.9", "3.10", "3.11", "3.12", "3.13"])
+def test_python_versions(version, tmp_path):
+    python = pyenv_python(version)
+    if python is None:
+        pytest.skip(f"Python {version} is not installed under pyenv")
+    proc = start_states(python)
+    try:
+        res = capture(proc.pid, tmp_path / "b", CaptureOptions(duration=2.5))
+    finally:
+        proc.kill()
+        proc.wait()
+    b = Bundle.open(res.bundle)
+    assert b.manifest.collectors["pyspy"].status.value == "ok", b.manifest.collectors[
+        "pyspy"
+    ].reason
+    names = threads_by_name(b)
+    assert {"spinner", "holder", "waiter-0"} <= set(names)
+    assert b.manifest.target["python_version"] == version
+    system = b.json("system.json")
+    assert system["python"]["runtime"] is not None  # the GIL's address range was found

@@ -1,0 +1,90 @@
+import pytest
+
+from diagnose.analyse.frames import frame_rules, is_native_frame, split_frame
+
+FR = frame_rules()
+
+
+@pytest.mark.parametrize(
+    ("stack", "category"),
+    [
+        (("handle (serve.py:40)", "preprocess_image (serve.py:12)"), "preprocess"),
+        (
+            ("handle (serve.py:40)", "encode_batch (/x/tokenizers/implementations/base.py:9)"),
+            "preprocess",
+        ),
+        (
+            ("handle (serve.py:40)", "loads (/usr/lib/python3.11/json/__init__.py:346)"),
+            "preprocess",
+        ),
+        (
+            ("handle (serve.py:40)", "dumps (/usr/lib/python3.11/json/__init__.py:231)"),
+            "serialisation",
+        ),
+        # native kernel below a Python model call: the leaf-most native category wins
+        (
+            (
+                "predict (serve.py:20)",
+                "_PyEval_EvalFrameDefault (libpython3.11.so.1.0)",
+                "cblas_sgemm (libscipy_openblas64_.so)",
+                "sgemm_kernel_HASWELL (libscipy_openblas64_.so)",
+            ),
+            "compute",
+        ),
+        (
+            (
+                "predict (serve.py:20)",
+                "PyArray_NewCopy (_multiarray_umath.cpython-311-x86_64-linux-gnu.so)",
+                "__memmove_avx_unaligned_erms (libc.so.6)",
+            ),
+            "memory",
+        ),
+        (("predict (serve.py:20)", "_int_malloc (libc.so.6)"), "allocator"),
+        (("handle (serve.py:40)", "asm_exc_page_fault ([kernel.kallsyms])"), "allocator"),
+        # preprocessing stage wins over the kernel that does it
+        (("preprocess (serve.py:10)", "ImagingResample (_imaging.cpython-311.so)"), "preprocess"),
+        # model call without native frames: the kernel type is unknown
+        (
+            (
+                "handle (serve.py:40)",
+                "run (/x/onnxruntime/capi/onnxruntime_inference_collection.py:220)",
+            ),
+            "model",
+        ),
+        (
+            (
+                "handle (serve.py:40)",
+                "TransformerEncoder.forward (/x/torch/nn/modules/transformer.py:200)",
+            ),
+            "model",
+        ),
+        (("handle (serve.py:40)", "compute_score (serve.py:30)"), "other"),
+        ((), "other"),
+    ],
+)
+def test_categories(stack, category):
+    assert FR.categorize(stack) == category
+
+
+@pytest.mark.parametrize(
+    ("leaf", "kind"),
+    [
+        ("Condition.wait (/usr/lib/python3.11/threading.py:320)", "idle"),
+        ("wait (threading.py:300)", "idle"),
+        ("Queue.get (/usr/lib/python3.11/queue.py:171)", "idle"),
+        ("handle (serve.py:42)", None),
+        ("Semaphore.acquire (/usr/lib/python3.11/threading.py:500)", "lock"),
+        ("HTTPResponse.begin (/usr/lib/python3.11/http/client.py:300)", "io"),
+        ("time.sleep (x.py:1)", "idle"),
+    ],
+)
+def test_wait_kinds(leaf, kind):
+    assert FR.wait_kind(leaf) == kind
+
+
+def test_frame_helpers():
+    assert split_frame("f (a/b.py:12)") == ("f", "a/b.py")
+    assert split_frame("memcpy (libc.so.6)") == ("memcpy", "libc.so.6")
+    assert split_frame("weird") == ("weird", "")
+    assert is_native_frame("memcpy (libc.so.6)")
+    assert not is_native_frame("f (a/b.py:12)")
