@@ -11,10 +11,10 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
-import threading  # noqa: E402
+import threading
 
-import numpy as np  # noqa: E402
-from _harness import parse_args, serve  # noqa: E402
+import numpy as np
+from _harness import parse_args, serve
 
 RNG = np.random.default_rng(0)
 WEIGHTS = [RNG.standard_normal((384, 384)).astype(np.float32) for _ in range(4)]

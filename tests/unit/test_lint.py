@@ -1,0 +1,22 @@
+"""The one linter and formatter (ruff) is clean over the whole tree."""
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+
+def _ruff() -> list[str]:
+    exe = shutil.which("ruff")
+    if exe:
+        return [exe]
+    return [sys.executable, "-m", "ruff"]
+
+
+@pytest.mark.parametrize("args", [["check", "."], ["format", "--check", "."]])
+def test_ruff(args):
+    res = subprocess.run([*_ruff(), *args], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stdout + res.stderr
