@@ -59,13 +59,20 @@ class CaptureContext:
         return time.monotonic() - self.t0
 
 
+class CollectorFailed(Exception):
+    """Raised by ``probe`` when the collector should run here but cannot (a declared
+    dependency is missing): recorded as ``failed``, not ``unavailable``."""
+
+
 class Collector(ABC):
     name: str = "?"
     #: a short description for --collectors help and the report
     description: str = ""
 
     def probe(self, ctx: CaptureContext) -> str | None:
-        """Return why this collector cannot run for this target/host, or None."""
+        """Return why this collector cannot run for this target/host, or None.
+
+        Raise :class:`CollectorFailed` when it should run but cannot (a broken install)."""
         return None
 
     @abstractmethod

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
-from diagnose.collect.base import CaptureContext, Collector
+from diagnose.collect.base import CaptureContext, Collector, CollectorFailed
 from diagnose.collect.child import Child
 from diagnose.formats.pyspy import (
     FormatError,
@@ -147,7 +147,8 @@ class PySpyCollector(Collector):
             )
         self.binary = find_pyspy()
         if self.binary is None:
-            return "py-spy is not installed: pip install py-spy"
+            # py-spy is a dependency of diagnose: its absence is a broken installation
+            raise CollectorFailed("py-spy is not installed (pip install py-spy): no Python stacks")
         return None
 
     def _argv(self, ctx: CaptureContext) -> object:

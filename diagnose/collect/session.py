@@ -31,7 +31,7 @@ from typing import IO
 from diagnose import __version__
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus, Manifest
 from diagnose.bundle.writer import BundleWriter
-from diagnose.collect.base import CaptureContext, CaptureOptions, Collector
+from diagnose.collect.base import CaptureContext, CaptureOptions, Collector, CollectorFailed
 from diagnose.collect.child import kill_all_children
 from diagnose.collect.redact import redact_argv
 from diagnose.collect.registry import build_collectors
@@ -240,7 +240,11 @@ def _capture_locked(
     try:
         with _Signals(ctx.stop_event) as sig:
             for c in collectors:
-                reason = c.probe(ctx)
+                try:
+                    reason = c.probe(ctx)
+                except CollectorFailed as exc:
+                    records[c.name] = CollectorRecord(c.name, CollectorStatus.FAILED, str(exc))
+                    continue
                 if reason:
                     records[c.name] = CollectorRecord(c.name, CollectorStatus.UNAVAILABLE, reason)
                     continue
