@@ -860,6 +860,7 @@ def _locks(tt: ThreadTime, data: BundleData, m: dict[str, Any], a: Analysis) -> 
                     "sites": [(s, n) for s, n in sites.most_common(5)],
                     "max_concurrent_waiters": concurrent,
                     "holder": _lock_holder(iv, grp, site, data),
+                    "stacks": _waiter_stacks(grp, data),
                 }
             )
     hotspots.sort(key=lambda h: -float(h["wait_s"] or 0))
@@ -882,6 +883,16 @@ def _locks(tt: ThreadTime, data: BundleData, m: dict[str, Any], a: Analysis) -> 
         m["lock_top_site"] = ""
         m["lock_top_holder_site"] = ""
         m["lock_waiters_max"] = 0
+
+
+def _waiter_stacks(waits: pd.DataFrame, data: BundleData, n: int = 3) -> list[dict[str, Any]]:
+    """The Python stacks the waiters of one lock waited in, longest total wait first."""
+    known = waits[waits["stack_id"] >= 0]
+    top = known.groupby("stack_id")["lock"].sum().sort_values(ascending=False).head(n)
+    return [
+        {"frames": list(data.py_stacks.get(int(sid), ())), "wait_s": _r(float(w), 3)}
+        for sid, w in top.items()
+    ]
 
 
 def _lock_holder(
