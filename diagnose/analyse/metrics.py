@@ -651,11 +651,13 @@ def _timeline(
         return {}
     t0, t1 = float(iv["t"].min()), float(iv["t"].max())
     nb = max(1, min(max_bins, len(iv["t"].unique())))
-    width = max((t1 - t0) / nb, 1e-6)
+    # bins centred on the ticks, so a tick a little late or early (jitter) does not leave
+    # one bin empty and put two ticks in the next
+    width = max((t1 - t0) / max(nb - 1, 1), 1e-6)
     order = per.sort_values(["busy", "tid"], ascending=[False, True]).head(max_threads)
     tids = order["tid"].tolist()
     d = iv[iv["tid"].isin(tids)].copy()
-    d["bin"] = ((d["t"] - t0) / width).astype(int).clip(0, nb - 1)
+    d["bin"] = ((d["t"] - t0) / width).round().astype(int).clip(0, nb - 1)
     sums = d.groupby(["tid", "bin"])[list(STATES)].sum()
     dom = sums.to_numpy().argmax(axis=1)
     grid = np.full((len(tids), nb), -1, dtype=int)
@@ -668,7 +670,7 @@ def _timeline(
         labels.append(f"{name} ({int(r['tid'])})")
     return {
         "states": list(STATES),
-        "t": [round(t0 + (i + 0.5) * width, 3) for i in range(nb)],
+        "t": [round(t0 + i * width, 3) for i in range(nb)],
         "threads": labels,
         "tids": [int(t) for t in tids],
         "z": grid.tolist(),
