@@ -45,7 +45,7 @@ def demo(sample: str, duration: float, out: Path | None, list_samples: bool) -> 
     out = out or Path(f"diagnose-demo-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
     click.echo(f"diagnose demo: starting sample '{sample}', capturing {duration:g} s ...", err=True)
     progress = Progress()
-    result = run_demo(sample, out, duration, progress=progress)
+    result = run_demo(sample, out, duration, progress=progress, command=sys.argv)
     progress.done()
     d, paths = write_reports(result.bundle)
     click.echo(render_summary(d.report, str(paths["html"]), color=sys.stdout.isatty()))
