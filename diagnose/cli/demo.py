@@ -11,6 +11,7 @@ import click
 from diagnose.cli import main
 from diagnose.cli.common import Progress
 from diagnose.demo import DEFAULT_SAMPLE, available_samples, run_demo
+from diagnose.errors import ExitCode
 from diagnose.render.terminal import render_summary
 from diagnose.report import write_reports
 
@@ -48,5 +49,7 @@ def demo(sample: str, duration: float, out: Path | None, list_samples: bool) -> 
     result = run_demo(sample, out, duration, progress=progress, command=sys.argv)
     progress.done()
     d, paths = write_reports(result.bundle)
-    click.echo(render_summary(d.report, str(paths["html"]), color=sys.stdout.isatty()))
-    click.echo(f"Bundle: {result.bundle}")
+    click.echo(render_summary(d.report, str(paths["html"].resolve()), color=sys.stdout.isatty()))
+    click.echo(f"Bundle: {result.bundle.resolve()}")
+    if result.partial:
+        sys.exit(int(ExitCode.PARTIAL))
