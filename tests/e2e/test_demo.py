@@ -43,6 +43,19 @@ def bare_env(home: Path) -> dict[str, str]:
     return {"PATH": "/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8"}
 
 
+def run_in(venv: Path, cwd: Path, exe: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run the virtualenv's ``exe`` in ``cwd`` with a bare environment."""
+    return subprocess.run(
+        [str(venv / "bin" / exe), *args],
+        cwd=cwd,
+        env=bare_env(cwd),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
 def sample_processes(venv: Path) -> list[psutil.Process]:
     out = []
     for p in psutil.process_iter(["cmdline"]):
@@ -53,28 +66,14 @@ def sample_processes(venv: Path) -> list[psutil.Process]:
 
 
 def test_the_installed_package_is_the_wheel(venv, tmp_path):
-    res = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", "import diagnose; print(diagnose.__file__)"],
-        cwd=tmp_path,
-        env=bare_env(tmp_path),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    res = run_in(venv, tmp_path, "python", "-c", "import diagnose; print(diagnose.__file__)")
+    assert res.returncode == 0, res.stderr
     assert res.stdout.strip().startswith(str(venv)), res.stdout
 
 
 def test_demo_runs_the_whole_job_and_cleans_up(venv, tmp_path):
     # WHEN a newcomer runs the README's first command's last part
-    res = subprocess.run(
-        [str(venv / "bin" / "diagnose"), "demo", "--duration", "3", "-o", "out"],
-        cwd=tmp_path,
-        env=bare_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    res = run_in(venv, tmp_path, "diagnose", "demo", "--duration", "3", "-o", "out")
     # THEN it prints the verdict and the report's path, and exits 0 (or 5, saying which
     # collector covered only part of the window: on a loaded machine py-spy can start late)
     assert res.returncode in (0, 5), res.stdout + res.stderr
@@ -97,14 +96,8 @@ def test_demo_runs_the_whole_job_and_cleans_up(venv, tmp_path):
 
 
 def test_demo_lists_its_samples(venv, tmp_path):
-    res = subprocess.run(
-        [str(venv / "bin" / "diagnose"), "demo", "--list"],
-        cwd=tmp_path,
-        env=bare_env(tmp_path),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    res = run_in(venv, tmp_path, "diagnose", "demo", "--list")
+    assert res.returncode == 0, res.stderr
     assert "lock_contention" in res.stdout.split()
 
 
