@@ -35,7 +35,8 @@
   var threadSelect = document.getElementById("flame-thread");
   var search = document.getElementById("flame-search");
   var matchOut = document.getElementById("flame-match");
-  var state = { view: null, thread: -1, shown: null };
+  var MERGED = -2; // all threads in one tree; -1: all threads side by side; i: thread i
+  var state = { view: null, thread: MERGED, tree: null, shown: null };
 
   /* The nodes of one view, restricted to one thread (-1: all). Nodes above the threads
    * (the root, wait classes) keep only the weight of what is shown below them. */
@@ -90,8 +91,9 @@
       return;
     }
     div.hidden = false;
-    var tree = fv.tree;
-    var s = subtree(tree, state.thread);
+    var tree = state.thread === MERGED ? fv.merged : fv.tree;
+    var s = subtree(tree, state.thread === MERGED ? -1 : state.thread);
+    state.tree = tree;
     state.shown = s;
     var unit = fv.unit === "s" ? " s" : " " + fv.unit;
     var trace = {
@@ -125,7 +127,7 @@
   }
 
   function fillThreads() {
-    while (threadSelect.options.length > 1) threadSelect.remove(1);
+    while (threadSelect.options.length > 2) threadSelect.remove(2);
     var fv = data.flames[state.view];
     var threads = fv && fv.tree ? fv.tree.threads : [];
     var total = fv && fv.tree ? fv.tree.total : 1;
@@ -135,8 +137,8 @@
       opt.textContent = threads[i].label + " (" + (100 * threads[i].value / total).toFixed(1) + "%)";
       threadSelect.appendChild(opt);
     }
-    threadSelect.value = "-1";
-    state.thread = -1;
+    threadSelect.value = String(MERGED);
+    state.thread = MERGED;
   }
 
   function showAbout() {
@@ -157,8 +159,8 @@
    * total they cover (a frame inside another match is not counted twice). */
   function applySearch() {
     var s = state.shown;
-    var fv = data.flames[state.view];
-    if (!s || !fv || !fv.tree) {
+    var tree = state.tree;
+    if (!s || !tree) {
       matchOut.textContent = "";
       return;
     }
@@ -168,7 +170,6 @@
       Plotly.restyle(div, { "marker.colors": [s.colors] });
       return;
     }
-    var tree = fv.tree;
     var pos = {};
     var under = [];
     var colors = [];

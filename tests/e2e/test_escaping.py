@@ -113,8 +113,13 @@ def test_html_runs_no_script_and_shows_the_names_as_text(hostile):
         body = js(driver, "return document.body.textContent")
         assert SCRIPT_NAME in body
         assert "\"'><img src=x onerror=alert(2)>" in body
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.support.ui import Select
+
+        Select(driver.find_element(By.ID, "flame-thread")).select_by_index(1)  # side by side
         labels = flame_labels(driver)
         assert any(lab.startswith(SCRIPT_NAME) for lab in labels), labels
+        assert any(lab.startswith('<img src=x onerror="alert(4)">') for lab in labels), labels
         ticks = js(
             driver,
             "return Array.from(document.querySelectorAll('[data-chart=timeline] .ytick text'))"

@@ -118,3 +118,22 @@ def test_on_cpu_unit_follows_its_source(source, unit):
     )
     cpu = chart_data(a)["flames"]["cpu"]
     assert cpu["unit"] == unit and cpu["tree"]["total"] == 2.0
+
+
+def test_merged_view_adds_up_the_threads():
+    stacks = [
+        (("thread (1): a", "serve (s.py:1)", "predict (m.py:2)"), 2.0),
+        (("thread (2): b", "serve (s.py:1)", "predict (m.py:2)"), 3.0),
+    ]
+    a = Analysis(
+        metrics={},
+        unmeasured={},
+        per_thread=None,
+        thread_time=None,
+        flames={"wall": stacks, "waits": [(("lock wait", *st), w) for st, w in stacks]},
+    )
+    flames = chart_data(a)["flames"]
+    merged = flames["wall"]["merged"]
+    assert merged["label"] == ["all threads", "serve", "predict"]
+    assert merged["value"] == [5.0, 5.0, 5.0] and merged["threads"] == []
+    assert flames["waits"]["merged"]["label"] == ["all waits", "lock wait", "serve", "predict"]

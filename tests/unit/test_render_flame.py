@@ -120,3 +120,18 @@ def test_frame_text_is_one_bounded_line():
     for text in tree["label"] + tree["frame"] + [t["label"] for t in tree["threads"]]:
         assert "\n" not in text and "\x1b" not in text
         assert len(text) <= 300
+
+
+def test_each_thread_is_drawn_to_the_same_relative_detail():
+    # GIVEN a big thread and a small one, each splitting its time 90/10
+    stacks = [
+        (("thread (1): big", "a (x.py:1)"), 9000.0),
+        (("thread (1): big", "b (x.py:2)"), 1000.0),
+        (("thread (2): small", "a (x.py:1)"), 9.0),
+        (("thread (2): small", "b (x.py:2)"), 1.0),
+    ]
+    # WHEN frames under 1% are merged into their caller
+    tree = flame_tree(stacks, min_share=0.01)
+    # THEN the small thread keeps its 10% function: 1% of its own time, not of the total
+    small = by_frame(tree, "thread (2): small")[0]
+    assert sorted(tree["label"][k] for k in children(tree, small)) == ["a", "b"]
