@@ -649,15 +649,17 @@ def _timeline(
     """Per-thread dominant state in time bins, for the thread-state timeline chart."""
     if iv.empty:
         return {}
-    t0, t1 = float(iv["t"].min()), float(iv["t"].max())
-    nb = max(1, min(max_bins, len(iv["t"].unique())))
-    # bins centred on the ticks, so a tick a little late or early (jitter) does not leave
-    # one bin empty and put two ticks in the next
-    width = max((t1 - t0) / max(nb - 1, 1), 1e-6)
+    # bins of consecutive ticks (one tick per bin up to max_bins ticks): binning by time
+    # left bins empty wherever a tick came late and the next one early
+    ticks = np.sort(iv["t"].unique())
+    per_bin = -(-len(ticks) // max_bins)
+    nb = -(-len(ticks) // per_bin)
+    tick_bin = {t: i // per_bin for i, t in enumerate(ticks.tolist())}
+    centres = [float(ticks[i * per_bin : (i + 1) * per_bin].mean()) for i in range(nb)]
     order = per.sort_values(["busy", "tid"], ascending=[False, True]).head(max_threads)
     tids = order["tid"].tolist()
     d = iv[iv["tid"].isin(tids)].copy()
-    d["bin"] = ((d["t"] - t0) / width).round().astype(int).clip(0, nb - 1)
+    d["bin"] = d["t"].map(tick_bin)
     sums = d.groupby(["tid", "bin"])[list(STATES)].sum()
     dom = sums.to_numpy().argmax(axis=1)
     grid = np.full((len(tids), nb), -1, dtype=int)
@@ -670,7 +672,7 @@ def _timeline(
         labels.append(f"{name} ({int(r['tid'])})")
     return {
         "states": list(STATES),
-        "t": [round(t0 + i * width, 3) for i in range(nb)],
+        "t": [round(c, 3) for c in centres],
         "threads": labels,
         "tids": [int(t) for t in tids],
         "z": grid.tolist(),
