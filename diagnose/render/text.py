@@ -67,7 +67,12 @@ def short_frame(frame: object, limit: int = 120) -> str:
 
 
 def pct(x: object, digits: int = 0) -> str:
-    """A share (0..1) as a percentage; ``n/a`` when it was not measured."""
+    """A share (0..1) as a percentage; ``n/a`` when it was not measured; a share too small
+    to show at this precision is ``<1%`` (or ``<0.1%``), not ``0%``."""
     if x is None:
         return "n/a"
-    return f"{float(x) * 100:.{digits}f}%"  # type: ignore[arg-type]
+    v = float(x) * 100  # type: ignore[arg-type]
+    text = f"{v:.{digits}f}"
+    if v > 0 and float(text) == 0:
+        return f"<{10.0**-digits:.{digits}f}%"
+    return f"{text}%"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from markdown_it import MarkdownIt
 
-from diagnose.render.text import md, md_code, plain, plotly_text, short_frame
+from diagnose.render.text import md, md_code, pct, plain, plotly_text, short_frame
 
 HOSTILE = [
     "<script>alert(1)</script>",
@@ -86,3 +86,12 @@ def test_plotly_text_has_no_tag_left():
 def test_short_frame_keeps_the_file_name_and_line():
     assert short_frame("predict (/srv/app/model/runner.py:17)") == "predict (runner.py:17)"
     assert short_frame("sgemm_kernel (libopenblas.so.0)") == "sgemm_kernel (libopenblas.so.0)"
+
+
+@pytest.mark.parametrize(
+    "x, digits, out",
+    [(None, 0, "n/a"), (0, 0, "0%"), (0.004, 0, "<1%"), (0.005, 0, "<1%"), (0.25, 0, "25%"),
+     (0.0004, 1, "<0.1%"), (0.1234, 1, "12.3%"), (1, 0, "100%")],
+)  # fmt: skip
+def test_pct_never_shows_a_small_share_as_zero(x, digits, out):
+    assert pct(x, digits) == out
