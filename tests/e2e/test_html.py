@@ -142,6 +142,26 @@ def test_flame_graph_is_drawn_from_the_stacks(page):
     assert n == len(js(page, "return document.querySelectorAll('#flame-chart g.slice')"))
 
 
+def test_flame_graph_zooms_in_and_back_out(page):
+    from selenium.webdriver.common.by import By
+
+    level = "return document.getElementById('flame-chart').data[0].level"
+    box = next(
+        s
+        for s in page.find_elements(By.CSS_SELECTOR, "#flame-chart g.slice")
+        if s.text.strip() == "handle"
+    )
+    page.execute_script("arguments[0].scrollIntoView({block: 'center'})", box)
+    box.click()
+    time.sleep(1.5)  # plotly animates the zoom
+    assert js(page, level) not in (None, "", "0")
+    assert flame_labels(page)[0] == "handle"  # the zoomed box is now the top
+    page.find_element(By.ID, "flame-reset").click()
+    time.sleep(1.5)
+    assert js(page, level) == "0"
+    assert flame_labels(page)[0] == "all threads, on CPU"
+
+
 def test_flame_graph_search_highlights_and_measures(page):
     from selenium.webdriver.common.by import By
 
