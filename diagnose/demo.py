@@ -6,6 +6,7 @@ import contextlib
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -39,11 +40,15 @@ class SampleProcess:
                 ExitCode.USAGE,
             )
         self.name = name
+        # stderr goes to a file, not a pipe nobody reads while the sample runs: a chatty
+        # sample would fill the pipe and block
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
             [sys.executable, str(path), "--seconds", str(seconds), *(args or [])],
             cwd=str(path.parent),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=self.stderr,
             env={**os.environ, **(env or {})},
         )
 
@@ -55,9 +60,8 @@ class SampleProcess:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                err = (self.proc.stderr.read() if self.proc.stderr else b"").decode(
-                    "utf-8", "replace"
-                )
+                self.stderr.seek(0)
+                err = self.stderr.read().decode("utf-8", "replace")
                 raise DiagnoseError(
                     f"sample {self.name} exited at start: {err.strip()[-400:]}", ExitCode.INTERNAL
                 )
@@ -71,10 +75,8 @@ class SampleProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        for stream in (self.proc.stdout, self.proc.stderr):
-            if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
+        with contextlib.suppress(OSError):
+            self.stderr.close()
 
 
 def run_demo(
@@ -83,7 +85,9 @@ def run_demo(
     duration: float,
     progress: Callable[[str], None] | None = None,
     options: CaptureOptions | None = None,
+    command: list[str] | None = None,
 ) -> CaptureResult:
+    """Start ``sample``, capture it into ``out`` for ``duration`` seconds, stop it (always)."""
     opts = options or CaptureOptions(duration=duration)
     proc = SampleProcess(sample, seconds=duration + 30)
     try:
@@ -94,7 +98,8 @@ def run_demo(
             opts,
             follow_children=False,
             progress=progress,
-            command=["diagnose", "demo", "--sample", sample],
+            command=command
+            or ["diagnose", "demo", "--sample", sample, "--duration", f"{duration:g}"],
         )
     finally:
         proc.stop()

@@ -649,13 +649,17 @@ def _timeline(
     """Per-thread dominant state in time bins, for the thread-state timeline chart."""
     if iv.empty:
         return {}
-    t0, t1 = float(iv["t"].min()), float(iv["t"].max())
-    nb = max(1, min(max_bins, len(iv["t"].unique())))
-    width = max((t1 - t0) / nb, 1e-6)
+    # bins of consecutive ticks (one tick per bin up to max_bins ticks): binning by time
+    # left bins empty wherever a tick came late and the next one early
+    ticks = np.sort(iv["t"].unique())
+    per_bin = -(-len(ticks) // max_bins)
+    nb = -(-len(ticks) // per_bin)
+    tick_bin = {t: i // per_bin for i, t in enumerate(ticks.tolist())}
+    centres = [float(ticks[i * per_bin : (i + 1) * per_bin].mean()) for i in range(nb)]
     order = per.sort_values(["busy", "tid"], ascending=[False, True]).head(max_threads)
     tids = order["tid"].tolist()
     d = iv[iv["tid"].isin(tids)].copy()
-    d["bin"] = ((d["t"] - t0) / width).astype(int).clip(0, nb - 1)
+    d["bin"] = d["t"].map(tick_bin)
     sums = d.groupby(["tid", "bin"])[list(STATES)].sum()
     dom = sums.to_numpy().argmax(axis=1)
     grid = np.full((len(tids), nb), -1, dtype=int)
@@ -668,7 +672,7 @@ def _timeline(
         labels.append(f"{name} ({int(r['tid'])})")
     return {
         "states": list(STATES),
-        "t": [round(t0 + (i + 0.5) * width, 3) for i in range(nb)],
+        "t": [round(c, 3) for c in centres],
         "threads": labels,
         "tids": [int(t) for t in tids],
         "z": grid.tolist(),
@@ -860,6 +864,7 @@ def _locks(tt: ThreadTime, data: BundleData, m: dict[str, Any], a: Analysis) -> 
                     "sites": [(s, n) for s, n in sites.most_common(5)],
                     "max_concurrent_waiters": concurrent,
                     "holder": _lock_holder(iv, grp, site, data),
+                    "stacks": _waiter_stacks(grp, data),
                 }
             )
     hotspots.sort(key=lambda h: -float(h["wait_s"] or 0))
@@ -882,6 +887,16 @@ def _locks(tt: ThreadTime, data: BundleData, m: dict[str, Any], a: Analysis) -> 
         m["lock_top_site"] = ""
         m["lock_top_holder_site"] = ""
         m["lock_waiters_max"] = 0
+
+
+def _waiter_stacks(waits: pd.DataFrame, data: BundleData, n: int = 3) -> list[dict[str, Any]]:
+    """The Python stacks the waiters of one lock waited in, longest total wait first."""
+    known = waits[waits["stack_id"] >= 0]
+    top = known.groupby("stack_id")["lock"].sum().sort_values(ascending=False).head(n)
+    return [
+        {"frames": list(data.py_stacks.get(int(sid), ())), "wait_s": _r(float(w), 3)}
+        for sid, w in top.items()
+    ]
 
 
 def _lock_holder(

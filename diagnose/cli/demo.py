@@ -11,6 +11,7 @@ import click
 from diagnose.cli import main
 from diagnose.cli.common import Progress
 from diagnose.demo import DEFAULT_SAMPLE, available_samples, run_demo
+from diagnose.errors import ExitCode
 from diagnose.render.terminal import render_summary
 from diagnose.report import write_reports
 
@@ -45,8 +46,10 @@ def demo(sample: str, duration: float, out: Path | None, list_samples: bool) -> 
     out = out or Path(f"diagnose-demo-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
     click.echo(f"diagnose demo: starting sample '{sample}', capturing {duration:g} s ...", err=True)
     progress = Progress()
-    result = run_demo(sample, out, duration, progress=progress)
+    result = run_demo(sample, out, duration, progress=progress, command=sys.argv)
     progress.done()
     d, paths = write_reports(result.bundle)
-    click.echo(render_summary(d.report, str(paths["html"]), color=sys.stdout.isatty()))
-    click.echo(f"Bundle: {result.bundle}")
+    click.echo(render_summary(d.report, str(paths["html"].resolve()), color=sys.stdout.isatty()))
+    click.echo(f"Bundle: {result.bundle.resolve()}")
+    if result.partial:
+        sys.exit(int(ExitCode.PARTIAL))

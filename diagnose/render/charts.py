@@ -1,12 +1,508 @@
-"""Data for the HTML report's charts and flame graphs, from the analysis."""
+"""What the HTML report draws, from the analysis: bounded flame-graph trees and plotly figures.
+
+Everything here is plain, JSON-ready data: ``chart_data`` is serialised into the page and
+drawn by plotly.js (inlined once, see render/html.py) and a little vanilla JS
+(templates/html/report.js).
+
+Text the target controls (thread and function names, file paths) is cut to one bounded line
+with :func:`~diagnose.render.text.plain`. plotly.js reads text as a small HTML dialect
+(``<b>``, ``<br>``, ``<a href>``), so strings placed straight into a figure go through
+:func:`~diagnose.render.text.plotly_text`; the flame-graph nodes travel raw (for search and
+for the thread filter's ``textContent``) and report.js escapes them the same way before
+plotly sees them.
+"""
 
 from __future__ import annotations
 
+import heapq
+import zlib
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+from diagnose.analyse.frames import is_native_frame, split_frame
 from diagnose.analyse.metrics import Analysis
+from diagnose.formats.stacks import Stack, parse_thread_frame
 from diagnose.render.model import jsonable
+from diagnose.render.text import plain, plotly_text
+
+#: Bounds of one flame graph: at most this many boxes, and none under this share of its
+#: scope (smaller frames are merged into their caller). A 64-thread bundle has thousands of
+#: distinct stacks; measured here (2 cores, headless Chromium), the merged view of a
+#: 64-thread, 60 s capture (~560 boxes) draws in 0.6 s, all 2000 boxes side by side in ~3.5 s.
+MAX_NODES = 2000
+MIN_SHARE = 0.0005
+FRAME_CHARS = 300  # a frame's text in the page (hover, search)
+LABEL_CHARS = 80  # a box's label
+
+STATE_COLORS = {
+    "running": "#2e7d32",
+    "runnable": "#f9a825",
+    "gil": "#7b1fa2",
+    "lock": "#c62828",
+    "io": "#1565c0",
+    "idle": "#d5d5d5",
+    "other": "#8d6e63",
+}
+STATE_LABELS = {
+    "running": "running",
+    "runnable": "runnable (waiting for a core)",
+    "gil": "GIL wait",
+    "lock": "lock wait",
+    "io": "I/O",
+    "idle": "idle",
+    "other": "other",
+}
+_WARM = ("#e8590c", "#f08c00", "#e67700", "#d9480f", "#f59f00", "#fd7e14", "#c2410c", "#ea580c")
+_COOL = ("#1c7ed6", "#1098ad", "#0ca678", "#3b5bdb", "#1971c2", "#0b7285", "#2b8a3e", "#5c7cfa")
+_ROOT_COLOR = "#868e96"
+_THREAD_COLOR = "#adb5bd"
+
+FLAME_VIEWS = {
+    "cpu": "On-CPU",
+    "wall": "Wall clock",
+    "waits": "Waits",
+}
+
+_FONT = {"family": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif", "size": 12}
+
+
+# --- flame graphs --------------------------------------------------------------------------
+
+
+def _pick(palette: Sequence[str], key: str) -> str:
+    return palette[zlib.crc32(key.encode("utf-8", "replace")) % len(palette)]
+
+
+def _node_look(frame: str, depth: int) -> tuple[str, str, bool]:
+    """(label, colour, is_thread) of one frame of a stack."""
+    parsed = parse_thread_frame(frame)
+    if parsed is not None:
+        tid, name = parsed
+        return (f"{name} ({tid})" if name else f"thread {tid}"), _THREAD_COLOR, True
+    if depth == 1 and frame.endswith(" wait"):
+        state = frame[: -len(" wait")]
+        if state in STATE_COLORS:
+            return STATE_LABELS[state], STATE_COLORS[state], False
+    name, file = split_frame(frame)
+    if is_native_frame(frame):
+        return name, _pick(_COOL, file or name), False
+    return name, _pick(_WARM, file or name), False
+
+
+def flame_tree(
+    stacks: Iterable[tuple[Sequence[str], float]],
+    root_label: str = "all",
+    max_nodes: int = MAX_NODES,
+    min_share: float = MIN_SHARE,
+) -> dict[str, Any] | None:
+    """Merge weighted stacks (root frame first) into a tree for plotly's icicle chart.
+
+    The tree is bounded: nodes are expanded from the heaviest down, a node under
+    ``min_share`` of its scope is not drawn (its weight stays in its caller), and no more
+    than ``max_nodes`` are drawn; threads are drawn whatever their share. The scope of a
+    node below a thread's root frame is that thread, so each thread is drawn to the same
+    relative detail (a thread filter shows it well) and shares the node budget fairly;
+    above the threads, the scope is the total.
+    Columns, one entry per node, parents before children: ``parent`` (index, -1 for the
+    root), ``label``, ``frame`` (full text), ``value``, ``color``, ``thread`` (index into
+    ``threads`` for nodes at or below a thread's root frame, else -1). ``hidden_share``:
+    share of the total not broken down further.
+    """
+    items = [(tuple(st), float(w)) for st, w in stacks if w and w > 0]
+    total = sum(w for _, w in items)
+    if total <= 0:
+        return None
+    parent: list[int] = [-1]
+    label: list[str] = [root_label]
+    frame: list[str] = [root_label]
+    value: list[float] = [total]
+    color: list[str] = [_ROOT_COLOR]
+    thread: list[int] = [-1]
+    threads: list[dict[str, Any]] = []
+    thread_index: dict[str, int] = {}
+    hidden = 0.0
+    max_depth = 0
+    # candidates: (-share of scope, seq, parent, depth, frame, its stacks, weight, scope)
+    heap: list[tuple[float, int, int, int, str, list[tuple[Stack, float]], float, float]] = []
+    seq = 0
+
+    def expand(node: int, depth: int, members: list[tuple[Stack, float]], scope: float) -> None:
+        nonlocal seq, hidden
+        groups: dict[str, list[tuple[Stack, float]]] = defaultdict(list)
+        weights: dict[str, float] = defaultdict(float)
+        for st, w in members:
+            if len(st) > depth:
+                groups[st[depth]].append((st, w))
+                weights[st[depth]] += w
+        for f, w in weights.items():
+            # every thread gets its box (the thread filter lists it), however small
+            if w >= scope * min_share or (depth < 2 and parse_thread_frame(f) is not None):
+                heapq.heappush(heap, (-w / scope, seq, node, depth + 1, f, groups[f], w, scope))
+                seq += 1
+            else:
+                hidden += w
+
+    expand(0, 0, items, total)
+    while heap:
+        _, _, par, depth, f, members, w, scope = heapq.heappop(heap)
+        if len(parent) >= max_nodes:
+            hidden += w
+            continue
+        idx = len(parent)
+        lab, col, is_thread = _node_look(f, depth)
+        if is_thread:
+            thr = thread_index.setdefault(f, len(threads))
+            if thr == len(threads):
+                threads.append({"label": plain(lab, LABEL_CHARS), "value": 0.0})
+            threads[thr]["value"] = round(threads[thr]["value"] + w, 6)
+            scope = w
+        else:
+            thr = thread[par]
+        parent.append(par)
+        label.append(plain(lab, LABEL_CHARS))
+        frame.append(plain(f, FRAME_CHARS))
+        value.append(round(w, 6))
+        color.append(col)
+        thread.append(thr)
+        max_depth = max(max_depth, depth)
+        expand(idx, depth, members, scope)
+    # a node popped after the cap may have been counted in ``hidden`` while its parent was
+    # drawn: that is what "not broken down further" means, so it stays counted.
+    return {
+        "parent": parent,
+        "label": label,
+        "frame": frame,
+        "value": value,
+        "color": color,
+        "thread": thread,
+        "threads": threads,
+        "total": round(total, 6),
+        "hidden_share": round(min(1.0, hidden / total), 4),
+        "max_depth": max_depth,
+        "nodes": len(parent),
+    }
+
+
+def _merge_threads(stacks: Iterable[tuple[Sequence[str], float]]) -> list[tuple[Stack, float]]:
+    """The same stacks without their thread frame: threads running the same code add up."""
+    merged: dict[Stack, float] = defaultdict(float)
+    for st, w in stacks:
+        head = [f for f in st[:2] if parse_thread_frame(f) is None]
+        merged[(*head, *st[2:])] += w
+    return list(merged.items())
+
+
+def flame_views(a: Analysis) -> dict[str, Any]:
+    """The three flame graphs, each by thread and with threads merged, with what each
+    shows, or why it is missing."""
+    m = a.metrics
+    oncpu_source = m.get("oncpu_source") or ""
+    cpu_unit = "samples" if oncpu_source.startswith("perf") else "s"
+    about = {
+        "cpu": (
+            "where threads ran on a CPU: perf's native stacks joined with py-spy's Python stacks"
+            if oncpu_source == "perf+py-spy"
+            else "where threads ran on a CPU: perf's native stacks"
+            if oncpu_source == "perf"
+            else "where threads ran on a CPU: py-spy's Python stack at the /proc ticks where the thread was running (no native frames: perf was not recorded)"
+        ),
+        "wall": "all Python stacks over the whole capture, running or not (py-spy): where the time of each thread went",
+        "waits": "where threads blocked, by wait class (GIL, lock, I/O, from /proc) and the Python stack they blocked in",
+    }
+    units = {"cpu": cpu_unit, "wall": "s", "waits": "s"}
+    roots = {"cpu": "all threads, on CPU", "wall": "all threads", "waits": "all waits"}
+    out: dict[str, Any] = {}
+    for view in FLAME_VIEWS:
+        stacks = a.flames.get(view) or []
+        tree = flame_tree(stacks, roots[view])
+        out[view] = {
+            "title": FLAME_VIEWS[view],
+            "about": about[view],
+            "unit": units[view],
+            "tree": tree,
+            "merged": flame_tree(_merge_threads(stacks), roots[view]) if tree else None,
+            "missing": None if tree else _flame_missing(view, a),
+        }
+    return out
+
+
+def _flame_missing(view: str, a: Analysis) -> str:
+    if view == "waits":
+        if a.thread_time is not None:
+            return "no thread waited on the GIL, a lock or I/O during the capture"
+        return a.unmeasured.get("busy_share_lock") or "thread states were not recorded"
+    if view == "cpu":
+        if a.metrics.get("oncpu_samples") == 0:
+            return "no on-CPU samples: the target's threads did not run during the capture"
+        return a.unmeasured.get("oncpu_samples") or "no on-CPU stacks"
+    return a.unmeasured.get("threads_python") or "no Python stacks were recorded"
+
+
+# --- charts ----------------------------------------------------------------------------
+
+
+def _layout(height: int, **extra: Any) -> dict[str, Any]:
+    layout = {
+        "height": height,
+        "margin": {"l": 60, "r": 20, "t": 10, "b": 45},
+        "font": _FONT,
+        "paper_bgcolor": "#ffffff",
+        "plot_bgcolor": "#ffffff",
+        "hovermode": "closest",
+        "legend": {"orientation": "h", "y": -0.25},
+    }
+    layout.update(extra)
+    return layout
+
+
+def _axis(title: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "title": {"text": title},
+        "gridcolor": "#eeeeee",
+        "zeroline": False,
+        **extra,
+    }
+
+
+def _short_thread(label: str, limit: int = 40) -> str:
+    """'NAME (TID)' bounded, keeping the tid at the end so rows stay distinct."""
+    text = plain(label, 10_000)
+    if len(text) <= limit:
+        return text
+    head, sep, tail = text.rpartition(" (")
+    if sep and tail.endswith(")"):
+        return f"{head[: limit - len(tail) - 3]}… ({tail}"
+    return text[: limit - 1] + "…"
+
+
+def timeline_figure(tl: dict[str, Any]) -> dict[str, Any] | None:
+    """Thread-state timeline: one row per thread, one cell per time bin, coloured by state."""
+    if not tl or not tl.get("z") or not tl.get("t"):
+        return None
+    states: list[str] = list(tl["states"])
+    n = len(states)
+    scale: list[list[Any]] = []
+    for i, s in enumerate(states):
+        c = STATE_COLORS.get(s, "#999999")
+        scale.append([i / n, c])
+        scale.append([(i + 1) / n, c])
+    z = [[None if code is None or code < 0 else int(code) for code in row] for row in tl["z"]]
+    text = [
+        ["" if code is None else STATE_LABELS.get(states[code], states[code]) for code in row]
+        for row in z
+    ]
+    rows = [plotly_text(_short_thread(lab)) for lab in tl["threads"]]
+    return {
+        "data": [
+            {
+                "type": "heatmap",
+                "x": tl["t"],
+                "y": rows,
+                "z": z,
+                "text": text,
+                "zmin": -0.5,
+                "zmax": n - 0.5,
+                "colorscale": scale,
+                "showscale": False,
+                "ygap": 1,
+                "hovertemplate": "%{y}<br>%{x:.2f} s: %{text}<extra></extra>",
+                "hoverongaps": False,
+            }
+        ],
+        "layout": _layout(
+            max(160, 50 + 16 * len(rows)),
+            xaxis=_axis("seconds since the capture started"),
+            yaxis={"autorange": "reversed", "automargin": True, "tickfont": {"size": 11}},
+        ),
+    }
+
+
+def switches_figure(sw: dict[str, Any]) -> dict[str, Any] | None:
+    """Context switches (voluntary, involuntary) and CPU migrations per second."""
+    if not sw or not sw.get("t"):
+        return None
+    names = {
+        "vcsw": ("voluntary switches (blocking)", "#1565c0"),
+        "ivcsw": ("involuntary switches (preempted)", "#c62828"),
+        "migrations": ("migrations between CPUs", "#f9a825"),
+    }
+    data = [
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "x": sw["t"],
+            "y": sw[key],
+            "name": label,
+            "line": {"color": color, "width": 2},
+            "marker": {"size": 4},
+            "hovertemplate": f"{label}<br>%{{x:.0f}} s: %{{y:,.0f}}/s<extra></extra>",
+        }
+        for key, (label, color) in names.items()
+        if sw.get(key)
+    ]
+    if not data:
+        return None
+    return {
+        "data": data,
+        "layout": _layout(
+            300, xaxis=_axis("seconds since the capture started"), yaxis=_axis("per second")
+        ),
+    }
+
+
+def _bucket(lo: float, hi: float) -> str:
+    def f(x: float) -> str:
+        return f"{x:g}"
+
+    return f"< {f(hi)}" if lo <= 0 else f"{f(lo)}–{f(hi)}"
+
+
+def runq_figure(h: dict[str, Any]) -> dict[str, Any] | None:
+    """Distribution of run-queue delay (time ready to run, waiting for a core)."""
+    if not h or not h.get("counts"):
+        return None
+    counts = [float(c or 0) for c in h["counts"]]
+    total = sum(counts)
+    if total <= 0:
+        return None
+    edges = h["edges_ms"]
+    x = [_bucket(edges[i], edges[i + 1]) for i in range(len(counts))]
+    shares = [round(c / total * 100, 2) for c in counts]
+    return {
+        "data": [
+            {
+                "type": "bar",
+                "x": x,
+                "y": shares,
+                "marker": {"color": STATE_COLORS["runnable"]},
+                "hovertemplate": "%{x} ms: %{y:.1f}% of timeslices<extra></extra>",
+            }
+        ],
+        "layout": _layout(
+            280,
+            xaxis=_axis("run-queue delay per timeslice (ms)", type="category"),
+            yaxis=_axis("% of timeslices", rangemode="tozero"),
+            bargap=0.1,
+        ),
+    }
+
+
+def cpus_figure(cpus: dict[str, Any], means: dict[str, Any]) -> dict[str, Any] | None:
+    """Utilisation of each CPU over time (lines up to 16 CPUs, a heatmap beyond)."""
+    if not cpus:
+        return None
+    order = sorted(cpus, key=lambda c: int(c) if str(c).isdigit() else 0)
+    if len(order) <= 16:
+        data = [
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "x": cpus[c]["t"],
+                "y": [None if u is None else round(u * 100, 1) for u in cpus[c]["util"]],
+                "name": f"CPU {c} (mean {float(means.get(c) or 0) * 100:.0f}%)",
+                "line": {"width": 1.5},
+                "hovertemplate": f"CPU {c}<br>%{{x:.1f}} s: %{{y:.0f}}%<extra></extra>",
+            }
+            for c in order
+        ]
+        return {
+            "data": data,
+            "layout": _layout(
+                300,
+                xaxis=_axis("seconds since the capture started"),
+                yaxis=_axis("busy %", range=[0, 105]),
+            ),
+        }
+    t = cpus[order[0]]["t"]
+    z = []
+    for c in order:
+        util = cpus[c]["util"]
+        z.append([None if u is None else round(u * 100, 1) for u in util[: len(t)]])
+    return {
+        "data": [
+            {
+                "type": "heatmap",
+                "x": t,
+                "y": [f"CPU {c}" for c in order],
+                "z": z,
+                "zmin": 0,
+                "zmax": 100,
+                "colorscale": "YlOrRd",
+                "colorbar": {"title": {"text": "busy %"}},
+                "hovertemplate": "%{y}<br>%{x:.1f} s: %{z:.0f}%<extra></extra>",
+            }
+        ],
+        "layout": _layout(
+            max(200, 40 + 12 * len(order)),
+            xaxis=_axis("seconds since the capture started"),
+            yaxis={"autorange": "reversed", "automargin": True},
+        ),
+    }
+
+
+def _why(a: Analysis, metric: str, fallback: str) -> str:
+    return a.unmeasured.get(metric) or fallback
+
+
+def chart_figures(a: Analysis) -> dict[str, Any]:
+    """Each chart: its title, what it shows, the figure, or why it is missing."""
+    s = a.series
+    specs = [
+        (
+            "timeline",
+            "Thread states over time",
+            "the state each thread spent most of each time bin in (/proc schedstat and wait channels); busiest threads first",
+            timeline_figure(s.get("timeline") or {}),
+            _why(a, "busy_share_running", "no thread-state ticks were recorded"),
+        ),
+        (
+            "switches",
+            "Context switches and migrations per second",
+            "the whole process, from /proc counters read every 5th tick",
+            switches_figure(s.get("switches") or {}),
+            _why(a, "ctx_switches_voluntary_per_s", "context switches were not recorded"),
+        ),
+        (
+            "runq",
+            "Run-queue delay",
+            "how long a thread that was ready to run waited for a core, per timeslice"
+            + (
+                " (schedstat: the average per timeslice in each thread's tick interval, not per event)"
+                if (s.get("runq_delay_hist") or {}).get("source") == "schedstat"
+                else ""
+            ),
+            runq_figure(s.get("runq_delay_hist") or {}),
+            _why(a, "runq_delay_p50_ms", "no thread ran during the capture"),
+        ),
+        (
+            "cpus",
+            "CPU utilisation per core",
+            "busy share of each CPU, whoever used it (/proc/stat)",
+            cpus_figure(s.get("cpus") or {}, s.get("cpu_mean") or {}),
+            _why(a, "host_cpu_util", "per-CPU counters were not recorded"),
+        ),
+    ]
+    return {
+        key: {
+            "title": title,
+            "about": about,
+            "figure": fig,
+            "missing": None if fig else why,
+        }
+        for key, title, about, fig, why in specs
+    }
 
 
 def chart_data(a: Analysis) -> dict[str, Any]:
-    return jsonable({"series": a.series})
+    """Everything the HTML page draws, JSON-ready."""
+    return jsonable(
+        {
+            "flames": flame_views(a),
+            "charts": chart_figures(a),
+            "states": [
+                {"state": s, "label": STATE_LABELS[s], "color": STATE_COLORS[s]}
+                for s in STATE_COLORS
+            ],
+        }
+    )

@@ -1,19 +1,86 @@
 """HTML: one self-contained file (no CDN, nothing fetched) drawn from the report dict.
 
-jinja2 autoescaping is on for every string; data for the charts travels as JSON inside a
-``<script type="application/json">`` element (``tojson`` escapes ``<``, ``>`` and ``&``),
-so nothing the target names can become markup or script.
+- jinja2 autoescaping is on for every string the templates print;
+- the data the charts draw travels as JSON inside a ``<script type="application/json">``
+  element (``tojson`` escapes ``<``, ``>``, ``&`` and ``'``), read with ``JSON.parse``;
+- the page's only scripts are plotly.js (inlined once) and templates/html/report.js; the
+  Content-Security-Policy allows exactly those two by their SHA-256 hashes, so even markup
+  that slipped through escaping could not run script, and the page can fetch nothing.
+
+:func:`render_page` is the reusable part (other pages, e.g. a comparison of two bundles,
+render their own template with the same scripts and policy).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+from functools import lru_cache
 from typing import Any
 
+from diagnose.render.charts import MIN_SHARE
 from diagnose.render.env import environment
-from diagnose.render.text import plain, short_frame
+from diagnose.render.text import pct, plain, short_frame
+
+REPORT_JS = "html/report.js"
+
+
+@lru_cache(maxsize=1)
+def plotly_js() -> str:
+    """plotly.js as shipped inside the plotly package (no network)."""
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs()
+
+
+def static_text(name: str) -> str:
+    """A file under templates/ as it is (scripts, styles)."""
+    env = environment(autoescape=True)
+    assert env.loader is not None
+    source, _, _ = env.loader.get_source(env, name)
+    return source
+
+
+def _sha256(text: str) -> str:
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
+
+
+def content_security_policy(scripts: list[str]) -> str:
+    """Nothing may load from anywhere; only these inline scripts run."""
+    hashes = " ".join(_sha256(s) for s in scripts)
+    return (
+        "default-src 'none'; "
+        f"script-src {hashes}; "
+        "style-src 'unsafe-inline'; "
+        "img-src data: blob:; "
+        "font-src data:; "
+        "connect-src 'none'; "
+        "base-uri 'none'; "
+        "form-action 'none'"
+    )
+
+
+def render_page(template: str, scripts: list[str], **context: Any) -> str:
+    """Render an HTML template that places ``scripts`` (in order) as inline ``<script>``
+    elements and ``csp`` in its Content-Security-Policy meta tag."""
+    for s in scripts:
+        if "</script" in s.lower():
+            raise ValueError("an inline script may not contain '</script'")
+    env = environment(autoescape=True)
+    tmpl = env.get_template(template)
+    return tmpl.render(scripts=scripts, csp=content_security_policy(scripts), **context)
 
 
 def render_html(report: dict[str, Any], charts: dict[str, Any]) -> str:
-    env = environment(autoescape=True)
-    tmpl = env.get_template("report.html.j2")
-    return tmpl.render(r=report, v=report["verdict"], charts=charts, plain=plain, short=short_frame)
+    return render_page(
+        "report.html.j2",
+        [plotly_js(), static_text(REPORT_JS)],
+        r=report,
+        v=report["verdict"],
+        charts=charts,
+        plain=plain,
+        short=short_frame,
+        pct=pct,
+        min_share=MIN_SHARE,
+    )

@@ -6,13 +6,7 @@ import shlex
 from typing import Any
 
 from diagnose.render.env import environment
-from diagnose.render.text import md, md_code, short_frame
-
-
-def pct(x: Any) -> str:
-    if x is None:
-        return "n/a"
-    return f"{float(x) * 100:.0f}%"
+from diagnose.render.text import md, md_code, pct, short_frame
 
 
 def render_markdown(report: dict[str, Any]) -> str:
@@ -25,6 +19,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         v=report["verdict"],
         main_findings=[f for f in findings if not f.get("advisory")][:5],
         advisories=[f for f in findings if f.get("advisory")],
+        not_measured=report.get("not_measured", []),
         md=md,
         md_code=md_code,
         short=short_frame,

@@ -156,7 +156,8 @@ def build_report(
             "complete": man.state == "complete",
         },
         "target": man.target,
-        "capture": man.capture,
+        # an unfinished capture has no end yet: the keys are there, null (docs/report-json.md)
+        "capture": {"ended": None, "duration_actual": None, "ended_by": None, **man.capture},
         "verdict": {
             "primary": verdict.primary,
             "title": CATEGORY_TITLES.get(verdict.primary, verdict.primary),

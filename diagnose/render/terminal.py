@@ -1,7 +1,14 @@
-"""The summary printed after a capture: verdict, top findings, what was not measured."""
+"""The summary printed after a capture: verdict, top findings, what was not measured.
+
+Every string the target controls goes through :func:`~diagnose.render.text.plain` (no
+control characters, so no escape sequence reaches the terminal, one bounded line); colour is
+added only around our own text, and only on a terminal.
+"""
 
 from __future__ import annotations
 
+import shutil
+import textwrap
 from typing import Any
 
 import click
@@ -20,46 +27,88 @@ _COLORS = {
 }
 
 
+def _width() -> int:
+    return max(60, min(120, shutil.get_terminal_size((100, 24)).columns - 1))
+
+
+def _wrap(text: str, first: str, rest: str, width: int) -> list[str]:
+    return textwrap.wrap(
+        text,
+        width=width,
+        initial_indent=first,
+        subsequent_indent=rest,
+        break_long_words=True,
+        break_on_hyphens=False,
+    ) or [first.rstrip()]
+
+
 def render_summary(
-    report: dict[str, Any], report_path: str | None = None, color: bool = False
+    report: dict[str, Any],
+    report_path: str | None = None,
+    color: bool = False,
+    width: int | None = None,
 ) -> str:
+    width = width or _width()
     v = report["verdict"]
-    lines = []
+    cap = report.get("capture") or {}
+    lines: list[str] = []
     head = f"{v['title']}{' (' + v['kind'] + ')' if v.get('kind') else ''}"
-    conf = f"confidence {v['confidence'] * 100:.0f}%"
-    verdict_line = f"Verdict: {head}, {conf}"
+    verdict_line = f"Verdict: {head}, confidence {v['confidence'] * 100:.0f}%"
     if color:
         verdict_line = click.style(verdict_line, fg=_COLORS.get(v["primary"], "white"), bold=True)
     lines.append(verdict_line)
     t = report["target"]
     lines.append(
         plain(
-            f"  target PID {t.get('pid')} ({t.get('comm')}), {report['capture'].get('duration_actual', 0):.1f} s, "
-            f"ended by {report['capture'].get('ended_by')}"
+            f"  target PID {t.get('pid')} ({t.get('comm')}), {cap.get('duration_actual') or 0:.1f} s, "
+            f"ended by {cap.get('ended_by')}",
+            width,
         )
     )
+    if not (report.get("bundle") or {}).get("complete", True):
+        lines.append("  the capture did not finish: the report uses what was recorded until then")
     if t.get("note"):
-        lines.append("  " + plain(t["note"], 400))
+        lines += _wrap(plain(t["note"], 400), "  ", "  ", width)
     main = [f for f in report["findings"] if not f.get("advisory")][:3]
     if not main:
-        lines.append("  " + plain(v["headline"], 400))
+        lines += _wrap(plain(v["headline"], 400), "  ", "  ", width)
     for i, f in enumerate(main, 1):
-        lines.append(
-            f"{i}. {plain(f['title'])} [{f['category']}{'/' + f['kind'] if f.get('kind') else ''}, score {f['score']:.2f}]"
+        kind = "/" + f["kind"] if f.get("kind") else ""
+        lines += _wrap(
+            f"{plain(f['title'])} [{f['category']}{kind}, score {f['score']:.2f}]",
+            f"{i}. ",
+            "   ",
+            width,
         )
-        lines.append(f"   evidence: {plain(f['summary'], 400)}")
+        lines += _wrap(plain(f["summary"], 400), "   evidence: ", "      ", width)
         if f.get("fixes"):
-            lines.append(f"   first fix: {plain(f['fixes'][0], 400)}")
-    adv = [f for f in report["findings"] if f.get("advisory")]
-    for f in adv[:2]:
-        lines.append(f"   also: {plain(f['title'])}: {plain(f['summary'], 200)}")
-    nm = [n for n in report.get("not_measured", []) if n["status"] != "ok"]
-    if nm:
+            lines += _wrap(plain(f["fixes"][0], 400), "   first fix: ", "      ", width)
+    for f in [f for f in report["findings"] if f.get("advisory")][:2]:
+        lines += _wrap(
+            f"{plain(f['title'])}: {plain(f['summary'], 200)}", "   also: ", "      ", width
+        )
+    missing = [n for n in report.get("not_measured", []) if n["status"] != "ok"]
+    not_evaluated = report.get("not_evaluated") or []
+    if missing or not_evaluated:
         lines.append("Not measured:")
-        for n in nm:
-            lines.append(f"  - {n['collector']} ({n['status']}): {plain(n['reason'], 300)}")
+        for n in missing:
+            lines += _wrap(
+                f"{n['collector']} ({n['status']}): {plain(n['reason'], 300)}",
+                "  - ",
+                "    ",
+                width,
+            )
+        if not_evaluated:
+            ids = ", ".join(n["id"] for n in not_evaluated[:6])
+            more = f" and {len(not_evaluated) - 6} more" if len(not_evaluated) > 6 else ""
+            lines += _wrap(
+                f"{len(not_evaluated)} rules could not be evaluated: {ids}{more}",
+                "  - ",
+                "    ",
+                width,
+            )
     if report.get("broken_rules"):
         lines.append(f"Broken rules skipped: {len(report['broken_rules'])} (see the report)")
     if report_path:
-        lines.append(f"Report: {report_path}")
+        lines.append(f"Report: {plain(report_path, 1000)}")
     return "\n".join(lines)

@@ -1,16 +1,21 @@
 """Making text the target controls safe to show: thread names, function names, paths.
 
 The target chooses these strings (``threading.Thread(name="<script>...")``, ANSI escapes, a
-newline in a function name). HTML escaping is jinja2's autoescape; here is what terminals
-and Markdown need.
+newline in a function name). HTML escaping is jinja2's autoescape; here is what terminals,
+Markdown and plotly's text need.
 """
 
 from __future__ import annotations
 
+import html
 import re
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|~])")
+# Markdown's inline syntax; "_" between two letters or digits never starts emphasis in
+# CommonMark/GFM, so snake_case names stay readable (and pasteable where "\_" shows as is)
+_MD_SPECIAL = re.compile(r"([\\`*{}\[\]<>|~&])|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+# what would start a block (heading, quote, list item, setext underline) at a line's start
+_MD_BLOCK_START = re.compile(r"^(\s*)([#+=-])|^(\s*\d+)([.)])(?=\s|$)")
 
 
 def plain(s: object, limit: int = 300) -> str:
@@ -24,14 +29,30 @@ def plain(s: object, limit: int = 300) -> str:
 
 
 def md(s: object, limit: int = 300) -> str:
-    """Safe as Markdown text: special characters backslash-escaped, HTML inert."""
-    return _MD_SPECIAL.sub(r"\\\1", plain(s, limit))
+    """Safe as Markdown text: special characters backslash-escaped, HTML inert, nothing that
+    would start a block at the start of the line."""
+    text = _MD_SPECIAL.sub(lambda m: "\\" + m.group(0), plain(s, limit))
+    return _MD_BLOCK_START.sub(
+        lambda m: f"{m.group(1)}\\{m.group(2)}" if m.group(2) else f"{m.group(3)}\\{m.group(4)}",
+        text,
+        count=1,
+    )
 
 
-def md_code(s: object, limit: int = 300) -> str:
-    """Safe as a Markdown code span."""
+def md_code(s: object, limit: int = 300, table: bool = False) -> str:
+    """Safe as a Markdown code span; ``table``: inside a table cell, where a bare ``|``
+    would end the cell even within backticks."""
     text = plain(s, limit).replace("`", "'")
+    if table:
+        text = text.replace("|", "\\|")
     return f"`{text}`" if text else ""
+
+
+def plotly_text(s: object, limit: int = 300) -> str:
+    """Safe as text in a plotly figure (labels, hover, ticks): plotly.js reads a small HTML
+    dialect (``<b>``, ``<br>``, ``<a href>``) and decodes ``&amp;``, ``&lt;`` and ``&gt;``
+    (not ``&quot;``): with no ``<`` left, no tag can form."""
+    return html.escape(plain(s, limit), quote=False)
 
 
 def short_frame(frame: object, limit: int = 120) -> str:
@@ -43,3 +64,15 @@ def short_frame(frame: object, limit: int = 120) -> str:
         base = loc.rsplit("/", 1)[-1]
         text = f"{name} ({base})"
     return plain(text, limit)
+
+
+def pct(x: object, digits: int = 0) -> str:
+    """A share (0..1) as a percentage; ``n/a`` when it was not measured; a share too small
+    to show at this precision is ``<1%`` (or ``<0.1%``), not ``0%``."""
+    if x is None:
+        return "n/a"
+    v = float(x) * 100  # type: ignore[arg-type]
+    text = f"{v:.{digits}f}"
+    if v > 0 and float(text) == 0:
+        return f"<{10.0**-digits:.{digits}f}%"
+    return f"{text}%"

@@ -1,0 +1,236 @@
+"""The HTML report in a real headless Chromium, from a bundle recorded from a real sample:
+it renders without console errors, fetches nothing, and draws the flame graph and the charts.
+
+Needs Debian's ``chromium`` and ``chromium-driver`` (``apt-get install -y chromium
+chromium-driver``; .ci/run installs them); skipped with that reason where they are missing.
+selenium is given the driver's path, so selenium-manager downloads nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from diagnose.collect.base import CaptureOptions
+from diagnose.collect.session import capture
+from diagnose.report import write_reports
+from tests.conftest import run_sample
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1366,900",  # a laptop screen
+]
+
+pytestmark = pytest.mark.browser
+
+
+@contextlib.contextmanager
+def chromium() -> Iterator[Any]:
+    """A headless Chromium driven by selenium, with a fresh profile; always quit."""
+    if not (Path(CHROMIUM).is_file() and Path(CHROMEDRIVER).is_file()):
+        pytest.skip("chromium is not installed: apt-get install -y chromium chromium-driver")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="diagnose-chromium-")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for flag in [*FLAGS, f"--user-data-dir={profile}"]:
+        opts.add_argument(flag)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=opts)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def open_report(driver: Any, path: Path) -> None:
+    """Load the report and wait until report.js drew the flame graph (or gave up)."""
+    driver.get(path.resolve().as_uri())
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if driver.execute_script("return document.readyState") == "complete" and (
+            driver.execute_script("return !!document.querySelector('#flame-chart .main-svg')")
+            or driver.execute_script("return document.getElementById('flame-chart').hidden")
+        ):
+            return
+        time.sleep(0.2)
+    raise AssertionError("the flame graph was not drawn within 60 s")
+
+
+def console_errors(driver: Any) -> list[str]:
+    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def requested_urls(driver: Any) -> list[tuple[str, str]]:
+    """(page, url) of every request the browser sent since the last call."""
+    out = []
+    for entry in driver.get_log("performance"):
+        msg = json.loads(entry["message"])["message"]
+        if msg.get("method") == "Network.requestWillBeSent":
+            out.append((msg["params"].get("documentURL", ""), msg["params"]["request"]["url"]))
+    return out
+
+
+def js(driver: Any, script: str) -> Any:
+    return driver.execute_script(script)
+
+
+def flame_labels(driver: Any) -> list[str]:
+    return js(
+        driver,
+        "return Array.from(document.querySelectorAll('#flame-chart g.slice text'))"
+        ".map(t => t.textContent)",
+    )
+
+
+@pytest.fixture(scope="module")
+def lock_report(tmp_path_factory) -> Path:
+    """Reports of a 3 s capture of the lock-contention sample."""
+    out = tmp_path_factory.mktemp("html") / "bundle"
+    with run_sample("lock_contention", seconds=30) as s:
+        capture(s.pid, out, CaptureOptions(duration=3))
+    _, paths = write_reports(out)
+    return paths["html"]
+
+
+@pytest.fixture(scope="module")
+def page(lock_report) -> Iterator[Any]:
+    with chromium() as driver:
+        open_report(driver, lock_report)
+        yield driver
+
+
+def test_renders_without_console_errors_and_fetches_nothing(page, lock_report):
+    assert console_errors(page) == []
+    requests = requested_urls(page)
+    ours = [url for doc, url in requests if doc == lock_report.resolve().as_uri()]
+    assert ours, "the performance log recorded no request of the report's page"
+    assert all(u.startswith(("file://", "data:", "blob:")) for u in ours), ours
+    # nothing at all left the machine (the browser's own chrome:// pages are not network)
+    assert not [u for _, u in requests if re.match(r"(https?|wss?|ftp)://", u)]
+    # readable on a laptop screen: nothing wider than the window
+    assert js(page, "return document.documentElement.scrollWidth <= window.innerWidth")
+
+
+def test_flame_graph_is_drawn_from_the_stacks(page):
+    labels = flame_labels(page)
+    assert len(labels) > 5
+    assert "handle" in labels and "predict" in labels  # the sample's functions
+    # plotly holds the data it drew
+    n = js(page, "return document.getElementById('flame-chart').data[0].ids.length")
+    assert n == len(js(page, "return document.querySelectorAll('#flame-chart g.slice')"))
+
+
+def test_flame_graph_zooms_in_and_back_out(page):
+    from selenium.webdriver.common.by import By
+
+    level = "return document.getElementById('flame-chart').data[0].level"
+    box = next(
+        s
+        for s in page.find_elements(By.CSS_SELECTOR, "#flame-chart g.slice")
+        if s.text.strip() == "handle"
+    )
+    page.execute_script("arguments[0].scrollIntoView({block: 'center'})", box)
+    box.click()
+    time.sleep(1.5)  # plotly animates the zoom
+    assert js(page, level) not in (None, "", "0")
+    assert flame_labels(page)[0] == "handle"  # the zoomed box is now the top
+    page.find_element(By.ID, "flame-reset").click()
+    time.sleep(1.5)
+    assert js(page, level) == "0"
+    assert flame_labels(page)[0] == "all threads, on CPU"
+
+
+def test_flame_graph_search_highlights_and_measures(page):
+    from selenium.webdriver.common.by import By
+
+    box = page.find_element(By.ID, "flame-search")
+    box.clear()
+    box.send_keys("predict")
+    time.sleep(0.6)  # report.js waits for typing to pause
+    text = page.find_element(By.ID, "flame-match").text
+    assert re.fullmatch(r"\d+ frames? match, \d+(\.\d)?% of the total shown", text), text
+    colours = js(page, "return document.getElementById('flame-chart').data[0].marker.colors")
+    assert "#e64980" in colours
+    box.clear()
+    box.send_keys("no-such-function-anywhere")
+    time.sleep(0.6)
+    assert page.find_element(By.ID, "flame-match").text == "no frame matches"
+    box.clear()
+    box.send_keys(" ")
+    time.sleep(0.6)
+
+
+def test_flame_graph_filters_by_thread_and_switches_views(page):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    # by default the threads are merged: the same code in 8 handlers is one box
+    merged = flame_labels(page)
+    assert not [lab for lab in merged if lab.startswith("handler-")]
+    assert merged.count("handle") >= 1
+    select = Select(page.find_element(By.ID, "flame-thread"))
+    assert len(select.options) >= 10  # merged, side by side, 8 handlers
+    select.select_by_index(1)  # side by side
+    time.sleep(0.5)
+    apart = flame_labels(page)
+    assert len([lab for lab in apart if lab.startswith("handler-")]) == 8
+    chosen = select.options[2].text
+    select.select_by_index(2)  # one thread
+    time.sleep(0.5)
+    labels = flame_labels(page)
+    assert 0 < len(labels) < len(apart)
+    threads = [lab for lab in labels if lab.startswith("handler-")]
+    assert len(threads) == 1 and chosen.startswith(threads[0])
+    select.select_by_index(0)
+    # the waits view puts the wait classes on top
+    page.find_element(By.CSS_SELECTOR, 'input[name="flame-view"][value="waits"]').click()
+    time.sleep(0.5)
+    assert "lock wait" in flame_labels(page)
+    assert page.find_element(By.CSS_SELECTOR, 'p.flame-about[data-view="waits"]').is_displayed()
+    page.find_element(By.CSS_SELECTOR, 'input[name="flame-view"][value="wall"]').click()
+    time.sleep(0.5)
+    assert "handle" in flame_labels(page)
+    assert console_errors(page) == []
+
+
+@pytest.mark.parametrize(
+    "chart, drawn",
+    [
+        ("timeline", "g.hm image"),  # plotly draws a heatmap as an image in its SVG
+        ("switches", "g.scatterlayer path.js-line"),
+        ("runq", "g.barlayer g.point path"),
+        ("cpus", "g.scatterlayer path.js-line"),
+    ],
+)
+def test_charts_are_drawn_with_data(page, chart, drawn):
+    sel = f'[data-chart="{chart}"]'
+    assert js(page, f"return document.querySelectorAll('{sel} .main-svg').length") >= 1
+    assert js(page, f"return document.querySelectorAll('{sel} {drawn}').length") >= 1
+    points = js(
+        page,
+        f"var d = document.querySelector('{sel}').data;"
+        "return d.map(t => (t.z || t.y).length).reduce((a, b) => a + b, 0)",
+    )
+    assert points > 0

@@ -1,0 +1,89 @@
+"""Reports of bundles that lack something: every renderer still works and says what is
+missing and why. The bundles are the fixed real bundle with parts taken away, as a capture
+would leave them (a collector unavailable or failed, diagnose killed mid-capture)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from diagnose.render.charts import chart_data
+from diagnose.render.html import render_html
+from diagnose.render.markdown import render_markdown
+from diagnose.render.terminal import render_summary
+from diagnose.report import diagnose
+from tests.conftest import FIXTURES
+from tests.unit.test_render_html import Page
+
+SOURCE = FIXTURES / "bundles" / "lock_contention"
+
+
+def set_collector(root: Path, name: str, status: str, reason: str, remove: list[str]) -> None:
+    for rel in remove:
+        p = root / rel
+        shutil.rmtree(p) if p.is_dir() else p.unlink()
+    man = json.loads((root / "manifest.json").read_text())
+    man["collectors"][name].update(status=status, reason=reason, files=[])
+    (root / "manifest.json").write_text(json.dumps(man))
+
+
+def no_python(root: Path) -> None:
+    set_collector(root, "pyspy", "unavailable", "the target is not a Python process", ["python"])
+    set_collector(root, "gil", "unavailable", "the target is not a Python process", [])
+
+
+def no_proc(root: Path) -> None:
+    no_python(root)
+    set_collector(root, "proc", "failed", "cannot read /proc/PID/task: EACCES", ["proc"])
+
+
+def no_system(root: Path) -> None:
+    set_collector(root, "system", "failed", "system.json: disk full", ["system.json"])
+
+
+def unfinished(root: Path) -> None:
+    man = json.loads((root / "manifest.json").read_text())
+    man["state"] = "capturing"
+    for key in ("ended", "duration_actual", "ended_by"):
+        del man["capture"][key]
+    (root / "manifest.json").write_text(json.dumps(man))
+
+
+CASES: dict[str, tuple[Callable[[Path], None], list[str]]] = {
+    # case: (how the bundle is cut, what the HTML must say)
+    "not python": (no_python, ["On-CPU not available", "the target is not a Python process"]),
+    "no /proc": (no_proc, ["Not measured: proc failed: cannot read /proc/PID/task: EACCES"]),
+    "no system.json": (no_system, ["system failed: system.json: disk full"]),
+    "unfinished": (unfinished, ["The capture did not finish"]),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_every_renderer_says_what_is_missing(case, tmp_path):
+    # GIVEN the real bundle with a part missing
+    cut, says = CASES[case]
+    root = tmp_path / "bundle"
+    shutil.copytree(SOURCE, root)
+    cut(root)
+    # WHEN it is diagnosed and rendered
+    d = diagnose(root)
+    json.dumps(d.report, allow_nan=False)
+    html = render_html(d.report, chart_data(d.analysis))
+    markdown = render_markdown(d.report)
+    summary = render_summary(d.report, "report.html", width=100)
+    # THEN each output is complete and says why something is missing
+    text = " ".join(" ".join(Page(html).text).split())
+    for phrase in says:
+        assert phrase in text, phrase
+    assert markdown.startswith("# diagnose: ")
+    assert summary.startswith("Verdict: ") and summary.endswith("Report: report.html")
+    if case != "unfinished":
+        assert "## Not measured" in markdown
+        assert "Not measured:" in summary
+    else:
+        assert "**The capture did not finish**" in markdown
+        assert "the capture did not finish" in summary

@@ -1,0 +1,66 @@
+"""The summary printed after a capture, from the fixed, real bundle's report."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from diagnose.render.terminal import render_summary
+from diagnose.report import diagnose
+from tests.conftest import FIXTURES
+
+
+@pytest.fixture(scope="module")
+def report() -> dict:
+    return diagnose(FIXTURES / "bundles" / "lock_contention").report
+
+
+def test_verdict_findings_with_evidence_and_first_fix_then_the_path(report):
+    out = render_summary(report, "/b/report.html", width=100)
+    lines = out.splitlines()
+    assert lines[0] == "Verdict: Lock contention (mutex), confidence 56%"
+    assert lines[-1] == "Report: /b/report.html"
+    assert "1. Threads queue on one lock [lock/mutex, score 0.56]" in lines
+    assert sum(1 for ln in lines if ln.startswith("   evidence: ")) == 2
+    assert sum(1 for ln in lines if ln.startswith("   first fix: ")) == 2
+    assert all(len(ln) <= 100 for ln in lines)
+
+
+def test_at_most_three_findings(report):
+    rep = copy.deepcopy(report)
+    rep["findings"] = [dict(rep["findings"][0], title=f"finding {i}") for i in range(6)]
+    out = render_summary(rep, width=100)
+    assert "3. finding 2" in out and "4. finding 3" not in out
+
+
+def test_what_could_not_be_measured(report):
+    rep = copy.deepcopy(report)
+    rep["not_measured"] = [
+        {
+            "collector": "perf",
+            "status": "unavailable",
+            "reason": "perf is not installed",
+            "impact": "",
+        }
+    ]
+    rep["not_evaluated"] = [{"id": "memory.bandwidth", "missing_metrics": ["ipc"]}]
+    out = render_summary(rep, width=100)
+    assert "Not measured:" in out
+    assert "  - perf (unavailable): perf is not installed" in out
+    assert "1 rules could not be evaluated: memory.bandwidth" in out
+
+
+def test_no_escape_sequence_reaches_the_terminal(report):
+    rep = copy.deepcopy(report)
+    evil = "\x1b]0;pwned\x07\x1b[2J\x1b[31mred\nnext line\r\x9b31m"
+    rep["target"]["comm"] = evil
+    rep["findings"][0]["summary"] = evil
+    rep["findings"][0]["fixes"] = [evil]
+    out = render_summary(rep, "/b/report.html", color=False, width=100)
+    assert not any((ord(c) < 0x20 and c != "\n") or 0x7F <= ord(c) <= 0x9F for c in out)
+    assert "\\x1b]0;pwned\\x07" in out
+    # colour is ours alone, on the verdict line
+    coloured = render_summary(rep, color=True, width=100).splitlines()
+    assert coloured[0].startswith("\x1b[")
+    assert not any("\x1b" in ln for ln in coloured[1:])
