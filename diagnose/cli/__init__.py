@@ -46,13 +46,14 @@ def main() -> None:
 
     \b
     diagnose attach PID        capture a running process and diagnose it
+    diagnose run -- CMD ...    start a command, diagnose it, stop it
     diagnose report BUNDLE     re-render a bundle's report (after editing rules, say)
     diagnose demo              run it all on a bundled sample workload
     """
 
 
 def _register() -> None:
-    from diagnose.cli import attach, demo, report, rules_cmd  # noqa: F401
+    from diagnose.cli import attach, demo, report, rules_cmd, run  # noqa: F401
 
 
 _register()
