@@ -6,6 +6,7 @@ bundle alone, so editing rules and re-running ``diagnose report`` recomputes eve
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -73,7 +74,8 @@ def write_text(path: Path, text: str) -> None:
         tmp.chmod(0o600)
         tmp.replace(path)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # ENOTDIR, EROFS...: nothing was written
+            tmp.unlink()
         raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
