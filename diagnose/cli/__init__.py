@@ -25,7 +25,7 @@ class DiagnoseGroup(click.Group):
             ctx.exit(int(exc.exit_code))
         except KeyboardInterrupt:
             click.echo("diagnose: interrupted", err=True)
-            ctx.exit(130)
+            ctx.exit(int(ExitCode.INTERRUPTED))
         except BrokenPipeError:
             sys.stderr.close()
             ctx.exit(0)

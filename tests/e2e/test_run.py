@@ -14,6 +14,7 @@ import psutil
 import pytest
 
 from diagnose.bundle import Bundle
+from diagnose.errors import ExitCode
 from tests.e2e.cli import alive, diagnose_argv, kill_all, run_cli, sample_argv, wait_for
 
 
@@ -243,7 +244,7 @@ def test_terminated_during_warm_up_stops_the_command(tmp_path):
         pids = _group_of_command(proc)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
-        assert proc.returncode == 130, err
+        assert proc.returncode == ExitCode.INTERRUPTED == 130, err
         assert "interrupted" in err
         assert not alive(pids)
         assert not (tmp_path / "b").exists()
