@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import functools
 import os
 import signal
 import subprocess
@@ -55,13 +56,15 @@ with contextlib.suppress(OSError, TypeError):
     libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
 
-def _child_setup() -> None:  # runs in the command's process between fork and exec
+def _child_setup(parent: int) -> None:  # runs in the command's process between fork and exec
     if libc is not None:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:  # diagnose died before PDEATHSIG was armed
+            os._exit(1)
         # Where Yama restricts ptrace to descendants (ptrace_scope=1), allow diagnose's
         # helpers (py-spy, perf: children of diagnose, not ancestors of the command) to
         # read the command's stacks. Harmless (EINVAL) where Yama is absent.
-        libc.prctl(_PR_SET_PTRACER, os.getppid(), 0, 0, 0)
+        libc.prctl(_PR_SET_PTRACER, parent, 0, 0, 0)
 
 
 @dataclass(frozen=True)
@@ -124,7 +127,7 @@ class LaunchedCommand:
                 stdin=subprocess.DEVNULL,
                 stdout=stdout,
                 start_new_session=True,
-                preexec_fn=_child_setup,
+                preexec_fn=functools.partial(_child_setup, os.getpid()),
                 close_fds=True,
             )
         except FileNotFoundError:
