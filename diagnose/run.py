@@ -310,6 +310,13 @@ def validate_run(argv: Sequence[str], warmup: float, grace: float) -> None:
         raise UsageError(f"--grace must be between 0 and 600 seconds, not {grace:g}")
 
 
+def _remove_if_empty(out: Path | None, created: bool) -> None:
+    """No capture happened: take back the directory we created for it (nothing else)."""
+    if out is not None and created:
+        with contextlib.suppress(OSError):
+            out.rmdir()
+
+
 def run_command(
     argv: Sequence[str],
     out: Path | None,
@@ -330,9 +337,17 @@ def run_command(
     """
     validate_options(options)
     validate_run(argv, warmup, grace)
+    created = False
+    if out is not None:  # an unusable --out fails now, before the command starts
+        created = not out.exists()
+        BundleWriter.create(out)
     with _terminate_is_interrupt():
-        child = LaunchedCommand(argv, stdout=stdout)
         result: CaptureResult | None = None
+        try:
+            child = LaunchedCommand(argv, stdout=stdout)
+        except BaseException:
+            _remove_if_empty(out, created)
+            raise
         try:
             child.warm_up(warmup, progress)
             result = capture(
@@ -345,6 +360,8 @@ def run_command(
             )
         finally:
             exit_ = child.stop(grace, capture_ended=result is not None)
+            if result is None:
+                _remove_if_empty(out, created)
     result.manifest.capture["run"] = exit_.to_dict()
     try:
         BundleWriter(result.bundle).write_manifest(result.manifest)

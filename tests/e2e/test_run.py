@@ -257,3 +257,18 @@ def test_terminated_during_warm_up_stops_the_command(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.communicate(timeout=10)
+
+
+def test_unusable_output_fails_before_the_command_starts(tmp_path):
+    # GIVEN an output directory that already holds something
+    out = tmp_path / "b"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    marker = tmp_path / "started"
+    # WHEN diagnose run is pointed at it
+    res = run_cli("run", "-o", str(out), "--", "touch", str(marker))
+    # THEN exit code 6 at once, the command never ran, and the directory is untouched
+    assert res.returncode == ExitCode.OUTPUT == 6
+    assert "not empty" in res.stderr
+    assert not marker.exists()
+    assert [p.name for p in out.iterdir()] == ["keep.txt"]
