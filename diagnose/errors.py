@@ -23,6 +23,7 @@ class ExitCode(IntEnum):
     BAD_INPUT = 7  # a bundle is missing, corrupt, or of an unknown schema version
     BAD_RULES = 8  # a rule file is invalid
     BUSY = 9  # another diagnose capture of the same process is running
+    INTERRUPTED = 130  # Ctrl-C or SIGTERM outside a capture (128 + SIGINT, as shells do)
 
 
 class DiagnoseError(Exception):

@@ -6,8 +6,9 @@ bundle alone, so editing rules and re-running ``diagnose report`` recomputes eve
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,8 @@ def diagnose(bundle_path: Path, rules_dirs: Iterable[Path] = ()) -> Diagnosis:
     return Diagnosis(bundle, analysis, report)
 
 
-def _write_text(path: Path, text: str) -> None:
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` (0600) so that ``path`` is either old or complete."""
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -72,19 +74,25 @@ def _write_text(path: Path, text: str) -> None:
         tmp.chmod(0o600)
         tmp.replace(path)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # ENOTDIR, EROFS...: nothing was written
+            tmp.unlink()
         raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
-def output_paths(bundle_path: Path, formats: list[str], out: Path | None) -> dict[str, Path]:
+def output_paths(
+    bundle_path: Path,
+    formats: list[str],
+    out: Path | None,
+    filenames: Mapping[str, str] = FILENAMES,
+) -> dict[str, Path]:
     if out is None:
-        return {f: bundle_path / FILENAMES[f] for f in formats}
+        return {f: bundle_path / filenames[f] for f in formats}
     suffixes = {".html": "html", ".htm": "html", ".md": "md", ".json": "json"}
     if len(formats) == 1 and out.suffix.lower() in suffixes:
         return {formats[0]: out}
     if out.exists() and not out.is_dir():
         raise UsageError(f"-o {out} is a file; with several formats give a directory")
-    return {f: out / FILENAMES[f] for f in formats}
+    return {f: out / filenames[f] for f in formats}
 
 
 def write_reports(
@@ -106,12 +114,12 @@ def write_reports(
         elif fmt == "md":
             from diagnose.render.markdown import render_markdown
 
-            _write_text(path, render_markdown(d.report))
+            write_text(path, render_markdown(d.report))
         elif fmt == "html":
             from diagnose.render.charts import chart_data
             from diagnose.render.html import render_html
 
-            _write_text(path, render_html(d.report, chart_data(d.analysis)))
+            write_text(path, render_html(d.report, chart_data(d.analysis)))
     return d, paths
 
 

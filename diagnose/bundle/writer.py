@@ -8,6 +8,7 @@ flushed, so a capture that is cut short keeps every complete row.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -42,7 +43,8 @@ def write_json_atomic(path: Path, obj: Any) -> None:
             fh.write("\n")
         os.replace(tmp, path)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # ENOTDIR, EROFS...: nothing was written
+            tmp.unlink()
         raise _output_error(path, exc) from exc
 
 
@@ -111,7 +113,8 @@ class BundleWriter:
                 fh.write(text)
             os.replace(tmp, p)
         except OSError as exc:
-            tmp.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # ENOTDIR, EROFS...: nothing was written
+                tmp.unlink()
             raise _output_error(p, exc) from exc
         return p
 

@@ -25,7 +25,7 @@ class DiagnoseGroup(click.Group):
             ctx.exit(int(exc.exit_code))
         except KeyboardInterrupt:
             click.echo("diagnose: interrupted", err=True)
-            ctx.exit(130)
+            ctx.exit(int(ExitCode.INTERRUPTED))
         except BrokenPipeError:
             sys.stderr.close()
             ctx.exit(0)
@@ -46,13 +46,15 @@ def main() -> None:
 
     \b
     diagnose attach PID        capture a running process and diagnose it
+    diagnose run -- CMD ...    start a command, diagnose it, stop it
     diagnose report BUNDLE     re-render a bundle's report (after editing rules, say)
+    diagnose compare OLD NEW   what changed between two bundles (one variable at a time)
     diagnose demo              run it all on a bundled sample workload
     """
 
 
 def _register() -> None:
-    from diagnose.cli import attach, demo, report, rules_cmd  # noqa: F401
+    from diagnose.cli import attach, compare, demo, report, rules_cmd, run  # noqa: F401
 
 
 _register()

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
 
 from diagnose.collect.base import CaptureOptions
 from diagnose.collect.registry import COLLECTORS, parse_collectors
+from diagnose.collect.session import CaptureResult
+from diagnose.errors import ExitCode
+from diagnose.render.terminal import render_summary
+from diagnose.report import write_reports
 
 rules_option = click.option(
     "--rules",
@@ -16,6 +22,15 @@ rules_option = click.option(
     type=click.Path(path_type=Path, file_okay=False),
     multiple=True,
     help="A directory of extra rule files (*.toml); a rule with the same id replaces the built-in one. Repeatable.",
+)
+
+
+bundle_out_option = click.option(
+    "--out",
+    "-o",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Bundle directory to create (default: ./diagnose-PID-TIMESTAMP).",
 )
 
 
@@ -75,6 +90,35 @@ def capture_options(f):  # type: ignore[no-untyped-def]
     return f
 
 
+def after_capture_options(f):  # type: ignore[no-untyped-def]
+    """--follow, --format, --rules and --json: what attach and run share after the capture."""
+    opts = [
+        click.option(
+            "--follow/--no-follow",
+            default=True,
+            show_default=True,
+            help="When the process is a wrapper (a shell, a gunicorn master), capture its busiest Python child instead.",
+        ),
+        click.option(
+            "--format",
+            "formats",
+            default="html,md,json",
+            show_default=True,
+            help="Reports to write into the bundle.",
+        ),
+        rules_option,
+        click.option(
+            "--json",
+            "as_json",
+            is_flag=True,
+            help="Print the report's JSON on stdout instead of the summary.",
+        ),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
 def make_options(
     duration: float,
     rate: int,
@@ -116,3 +160,29 @@ class Progress:
             sys.stderr.write("\r" + " " * self.width + "\r")
             sys.stderr.flush()
             self.width = 0
+
+
+def report_capture(
+    result: CaptureResult,
+    formats: list[str],
+    rules_dirs: tuple[Path, ...],
+    as_json: bool,
+    notes: Sequence[str] = (),
+) -> None:
+    """After a capture: write its reports, print the summary (or the JSON), exit 5 if partial.
+
+    ``notes`` are extra lines for the terminal (the JSON carries the same in the report).
+    """
+    if result.target.note:
+        click.echo(f"diagnose: {result.target.note}", err=True)
+    d, paths = write_reports(result.bundle, formats, None, rules_dirs)
+    if as_json:
+        click.echo(json.dumps(d.report, indent=1))
+    else:
+        main_path = paths.get("html") or next(iter(paths.values()))
+        click.echo(render_summary(d.report, str(main_path), color=sys.stdout.isatty()))
+        for line in notes:
+            click.echo(line)
+        click.echo(f"Bundle: {result.bundle}")
+    if result.partial:
+        sys.exit(int(ExitCode.PARTIAL))

@@ -1,0 +1,494 @@
+"""Two bundles side by side, for the one-variable-at-a-time loop: what changed and which way.
+
+:func:`compare` diagnoses both bundles (from the bundles alone, like ``diagnose report``) and
+builds one plain, JSON-ready dict, the contract the renderers display:
+
+- ``verdict``: both verdicts and whether the primary category changed;
+- ``metrics``: every metric measured in either capture with its delta and, where the metric
+  has a better direction (:data:`DIRECTIONS`), ``better`` or ``worse``; a change within the
+  run-to-run noise (:data:`SHARE_NOISE`, :data:`RELATIVE_NOISE`) is ``same``;
+- ``findings``: rules that fired only after (appeared), only before (disappeared), or in both;
+- ``caveats``: what differs besides the change under test (the host's other load, cores,
+  capture length, a partial capture, a collector missing on one side);
+- ``flames``: differential flame graphs (on-CPU, wall clock, waits): both captures' stacks on
+  one tree, each node with its value before and after, plus the stacks that got hotter and
+  colder. Values are per second of capture, so captures of different lengths compare.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from diagnose import __version__
+from diagnose.analyse.registry import known_metrics
+from diagnose.report import Diagnosis, diagnose, output_paths, write_text
+from diagnose.verdict.template import format_value
+
+COMPARE_SCHEMA = "diagnose.compare/1"
+
+#: The metrics that have a better direction. The rest (CPU used, thread counts, memory
+#: footprints of a deliberate change) are shown with their delta but not judged.
+DIRECTIONS: dict[str, str] = {
+    "busy_share_running": "higher",
+    "busy_share_runnable": "lower",
+    "busy_share_gil": "lower",
+    "busy_share_lock": "lower",
+    "busy_share_io": "lower",
+    "runnable_per_core": "lower",
+    "runq_to_oncpu_ratio": "lower",
+    "runnable_threads_p95": "lower",
+    "runq_delay_p50_ms": "lower",
+    "runq_delay_p99_ms": "lower",
+    "ctx_switches_involuntary_per_s": "lower",
+    "involuntary_switch_share": "lower",
+    "migrations_per_s": "lower",
+    "migrations_per_busy_thread_s": "lower",
+    "majflt_per_s": "lower",
+    "rss_growth_mb_per_min": "lower",
+    "oncpu_share_allocator": "lower",
+    "lock_hotspots": "lower",
+    "lock_top_waiters": "lower",
+    "lock_top_wait_s": "lower",
+    "lock_top_share": "lower",
+    "lock_waiters_max": "lower",
+    "gil_waiters_mean": "lower",
+    "gil_waiters_max": "lower",
+}
+
+#: Changes smaller than these are ``same``: repeated captures of one unchanged service vary
+#: about +-15% here (docs/playbook.md); shares by about 5 points.
+SHARE_NOISE = 0.05
+RELATIVE_NOISE = 0.15
+
+FLAME_VIEWS = {
+    "cpu": ("On-CPU", "cores"),
+    "wall": ("Wall clock, all Python threads", "threads"),
+    "waits": ("Waits: lock, GIL, I/O", "threads"),
+}
+MAX_NODES = 400  # per differential flame graph: enough to read, quick to draw
+MIN_NODE_SHARE = 0.002  # nodes smaller than this share of the larger capture are dropped
+TOP_STACKS = 8  # hotter / colder stacks listed
+
+
+#: Changes smaller than these (absolute, by unit) are ``same`` whatever their relative size:
+#: 0.03 -> 0 threads waiting is no news.
+ABSOLUTE_NOISE = {
+    "threads": 0.25,
+    "thread-s": 0.25,
+    "s": 0.1,
+    "cores": 0.1,
+    "1/s": 5.0,
+    "ms": 0.1,
+    "MiB": 5.0,
+    "MiB/min": 1.0,
+    "samples": 10.0,
+    "ratio": 0.05,
+}
+_IDS = re.compile(r"0x[0-9a-fA-F]+|\d+")
+
+
+def _number(v: float) -> str:
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    return format_value(round(v, 3 if abs(v) < 1 else 2))
+
+
+def _display(v: Any, unit: str) -> str:
+    if v is None:
+        return "not measured"
+    if not _is_number(v):
+        return format_value(v)
+    if unit == "share":
+        return f"{v:.0%}"
+    text = _number(float(v))
+    return f"{text} {unit}" if unit and unit not in ("text", "bool", "ratio") else text
+
+
+def _display_delta(delta: float, relative: float | None, unit: str) -> str:
+    if unit == "share":
+        return f"{delta * 100:+.0f} pts"
+    sign = "+" if delta > 0 else ""
+    text = sign + _number(delta) + (f" {unit}" if unit not in ("ratio", "bool", "") else "")
+    return text + (f" ({relative:+.0%})" if relative is not None else "")
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def metric_delta(name: str, unit: str, before: Any, after: Any) -> dict[str, Any]:
+    """One metric's change: ``change`` is better, worse, changed, same, new or gone;
+    ``significance`` is the change in multiples of the noise band (0 for text)."""
+    direction = DIRECTIONS.get(name)
+    row: dict[str, Any] = {
+        "name": name,
+        "unit": unit,
+        "before": before,
+        "after": after,
+        "display_before": _display(before, unit),
+        "display_after": _display(after, unit),
+        "delta": None,
+        "relative": None,
+        "display_delta": "",
+        "direction": direction,
+        "change": "same",
+        "significance": 0.0,
+    }
+    if before is None or after is None:
+        row["change"] = "new" if before is None else "gone"
+        return row
+    if not (_is_number(before) and _is_number(after)):
+        # addresses, TIDs and line numbers differ between any two runs: not a change
+        same = _IDS.sub("N", str(before)) == _IDS.sub("N", str(after))
+        row["change"] = "same" if same else "changed"
+        return row
+    delta = float(after) - float(before)
+    relative = delta / abs(float(before)) if before else None
+    if unit == "share":
+        band = SHARE_NOISE
+    else:
+        band = max(
+            ABSOLUTE_NOISE.get(unit, 0.0),
+            RELATIVE_NOISE * max(abs(float(before)), abs(float(after))),
+            1e-12,
+        )
+    significance = abs(delta) / band
+    row.update(
+        delta=round(delta, 6),
+        relative=None if relative is None else round(relative, 4),
+        display_delta=_display_delta(delta, relative, unit),
+        significance=round(significance, 3),
+    )
+    if significance < 1:
+        row["change"] = "same"
+    elif direction is None:
+        row["change"] = "changed"
+    else:
+        row["change"] = "better" if (delta < 0) == (direction == "lower") else "worse"
+    return row
+
+
+def metric_deltas(
+    before: Mapping[str, Any], after: Mapping[str, Any], focus: Iterable[str] = ()
+) -> list[dict[str, Any]]:
+    """Every metric measured in either capture: judged ones first, those in ``focus`` (the
+    verdicts' evidence) first among them, then by how far beyond the noise they moved."""
+    known = known_metrics()
+    focus = set(focus)
+    rows = []
+    for name in dict.fromkeys([*before, *after]):
+        b, a = before.get(name), after.get(name)
+        if b is None and a is None:
+            continue
+        d = known.get(name)
+        row = metric_delta(name, d.unit if d else "", b, a)
+        row["description"] = d.description if d else ""
+        row["focus"] = name in focus
+        rows.append(row)
+    rank = {"better": 0, "worse": 0, "changed": 1, "new": 2, "gone": 2, "same": 3}
+    rows.sort(key=lambda r: (rank[r["change"]], not r["focus"], -r["significance"]))
+    return rows
+
+
+def _finding_brief(f: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "id": f["id"],
+        "category": f["category"],
+        "kind": f.get("kind"),
+        "title": f["title"],
+        "advisory": bool(f.get("advisory")),
+        "score": f["score"],
+        "summary": f["summary"],
+    }
+
+
+def finding_changes(
+    before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]]
+) -> dict[str, list[dict[str, Any]]]:
+    """Findings (rules that fired) that appeared, disappeared, or stayed, by rule id."""
+    b = {f["id"]: f for f in before}
+    a = {f["id"]: f for f in after}
+    stayed = []
+    for rid in b.keys() & a.keys():
+        row = _finding_brief(a[rid])
+        row.update(score_before=b[rid]["score"], score_after=a[rid]["score"])
+        row["score_delta"] = round(a[rid]["score"] - b[rid]["score"], 3)
+        stayed.append(row)
+    stayed.sort(key=lambda r: -r["score_after"])
+    return {
+        "appeared": [_finding_brief(a[i]) for i in a if i not in b],
+        "disappeared": [_finding_brief(b[i]) for i in b if i not in a],
+        "stayed": stayed,
+    }
+
+
+def _verdict_brief(report: Mapping[str, Any]) -> dict[str, Any]:
+    v = report["verdict"]
+    return {k: v.get(k) for k in ("primary", "kind", "title", "confidence", "headline")}
+
+
+def verdict_change(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
+    vb, va = _verdict_brief(before), _verdict_brief(after)
+    changed = (vb["primary"], vb["kind"]) != (va["primary"], va["kind"])
+
+    def label(v: Mapping[str, Any]) -> str:
+        kind = f" ({v['kind']})" if v.get("kind") else ""
+        return f"{v['title']}{kind}, confidence {v['confidence'] * 100:.0f}%"
+
+    return {
+        "before": vb,
+        "after": va,
+        "changed": changed,
+        "text": f"{label(vb)} → {label(va)}",
+    }
+
+
+# --- differential flame graphs -------------------------------------------------------------
+
+_THREAD = re.compile(r"^thread \((\d+)\): ?(.*)$")
+_LINE = re.compile(r":\d+\)$")
+
+
+def normalise_frame(frame: str) -> str:
+    """Make frames of two captures meet: thread IDs and numbers in thread names go (the
+    runs have other TIDs and may have more threads), and so do line numbers (the change
+    under test may have moved the code)."""
+    m = _THREAD.match(frame)
+    if m:
+        name = re.sub(r"\d+", "N", m.group(2)) or "(unnamed)"
+        return f"thread: {name}"
+    return _LINE.sub(")", frame)
+
+
+def scaled_stacks(
+    flame: Iterable[tuple[Sequence[str], float]], scale: float
+) -> Counter[tuple[str, ...]]:
+    out: Counter[tuple[str, ...]] = Counter()
+    for stack, weight in flame:
+        out[tuple(normalise_frame(f) for f in stack)] += float(weight) * scale
+    return out
+
+
+def _flame_scale(view: str, flame: list[tuple[Any, float]], metrics: Mapping[str, Any]) -> float:
+    """Weights -> per-second values: threads (wall, waits) or cores (on-CPU)."""
+    if view == "cpu":
+        total = sum(w for _, w in flame)
+        cores = metrics.get("process_cpu_cores")
+        return (float(cores) if _is_number(cores) else 1.0) / total if total > 0 else 0.0
+    window = metrics.get("window_s")
+    return 1.0 / float(window) if _is_number(window) and window > 0 else 1.0
+
+
+def diff_tree(
+    before: Mapping[tuple[str, ...], float],
+    after: Mapping[tuple[str, ...], float],
+    max_nodes: int = MAX_NODES,
+    min_share: float = MIN_NODE_SHARE,
+) -> dict[str, list[Any]]:
+    """One tree over both captures' stacks, as plotly icicle columns.
+
+    A node's ``size`` is the sum, over the stacks through it, of the larger of the stack's
+    before and after values, so what vanished stays visible and a parent is never smaller
+    than its children; ``before``/``after`` are the node's inclusive values. The biggest
+    ``max_nodes`` nodes are kept (a parent is never smaller, so the tree stays whole).
+    """
+    nodes: dict[tuple[str, ...], list[float]] = {}
+    for stack in before.keys() | after.keys():
+        b, a = before.get(stack, 0.0), after.get(stack, 0.0)
+        size = max(a, b)
+        for depth in range(1, len(stack) + 1):
+            n = nodes.setdefault(stack[:depth], [0.0, 0.0, 0.0])
+            n[0] += b
+            n[1] += a
+            n[2] += size
+    total = [sum(before.values()), sum(after.values())]
+    root_size = sum(v[2] for k, v in nodes.items() if len(k) == 1)
+    floor = min_share * max(root_size, 1e-12)
+    kept = sorted(
+        (p for p, v in nodes.items() if v[2] >= floor), key=lambda p: (-nodes[p][2], len(p))
+    )
+    kept = sorted(kept[:max_nodes], key=lambda p: p)
+    ids = {p: f"n{i + 1}" for i, p in enumerate(kept)}
+    cols: dict[str, list[Any]] = {
+        "ids": ["n0"],
+        "labels": ["all"],
+        "parents": [""],
+        "before": [round(total[0], 4)],
+        "after": [round(total[1], 4)],
+        "size": [round(root_size, 4)],
+    }
+    for p in kept:
+        b, a, size = nodes[p]
+        cols["ids"].append(ids[p])
+        cols["labels"].append(p[-1])
+        cols["parents"].append(ids.get(p[:-1], "n0"))
+        cols["before"].append(round(b, 4))
+        cols["after"].append(round(a, 4))
+        cols["size"].append(round(size, 4))
+    cols["delta"] = [round(a - b, 4) for b, a in zip(cols["before"], cols["after"], strict=True)]
+    return cols
+
+
+def hot_and_cold(
+    before: Mapping[tuple[str, ...], float],
+    after: Mapping[tuple[str, ...], float],
+    top: int = TOP_STACKS,
+) -> dict[str, list[dict[str, Any]]]:
+    """The stacks whose value rose most (hotter) and fell most (colder)."""
+    scale = max(sum(before.values()), sum(after.values()), 1e-12)
+    rows = []
+    for stack in before.keys() | after.keys():
+        b, a = before.get(stack, 0.0), after.get(stack, 0.0)
+        if abs(a - b) >= 0.01 * scale:
+            rows.append({"stack": list(stack), "before": round(b, 4), "after": round(a, 4),
+                         "delta": round(a - b, 4)})  # fmt: skip
+    rows.sort(key=lambda r: (r["delta"], r["stack"]))
+    return {
+        "hotter": [r for r in reversed(rows) if r["delta"] > 0][:top],
+        "colder": [r for r in rows if r["delta"] < 0][:top],
+    }
+
+
+def diff_flames(before: Diagnosis, after: Diagnosis) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for view, (title, unit) in FLAME_VIEWS.items():
+        fb = before.analysis.flames.get(view) or []
+        fa = after.analysis.flames.get(view) or []
+        if not fb and not fa:
+            continue
+        sb = scaled_stacks(fb, _flame_scale(view, fb, before.report["metrics"]))
+        sa = scaled_stacks(fa, _flame_scale(view, fa, after.report["metrics"]))
+        out[view] = {
+            "title": title,
+            "unit": unit,
+            "missing": "before" if not fb else ("after" if not fa else None),
+            "tree": diff_tree(sb, sa),
+            **hot_and_cold(sb, sa),
+        }
+    return out
+
+
+# --- can the two captures be compared? ---------------------------------------------------
+
+#: Other work on the host moving by more than this (share of the usable CPUs) makes the
+#: captures' scheduling metrics incomparable.
+OTHER_LOAD_LIMIT = 0.15
+
+
+def caveats(before: Diagnosis, after: Diagnosis) -> list[str]:
+    """What differs between the captures besides the change under test, each a reason to
+    distrust part of the comparison."""
+    mb, ma = before.report["metrics"], after.report["metrics"]
+    out = []
+    ob, oa = mb.get("host_other_cpu_share"), ma.get("host_other_cpu_share")
+    if _is_number(ob) and _is_number(oa) and abs(oa - ob) > OTHER_LOAD_LIMIT:
+        out.append(
+            f"other processes kept {ob:.0%} of the usable CPUs busy before and {oa:.0%} after: "
+            "the host's load changed, so run-queue, switch and lock-wait figures move for that "
+            "reason too; compare again on a quiet host, or capture the baseline twice to see "
+            "the noise"
+        )
+    for name, what in (("cores_available", "cores available"), ("python_version", "Python")):
+        if mb.get(name) is not None and ma.get(name) is not None and mb[name] != ma[name]:
+            out.append(f"{what} differ: {mb[name]} before, {ma[name]} after")
+    wb, wa = mb.get("window_s"), ma.get("window_s")
+    if _is_number(wb) and _is_number(wa) and min(wb, wa) < 0.5 * max(wb, wa):
+        out.append(
+            f"the captures differ in length ({wb:.1f} s and {wa:.1f} s): counts and totals "
+            "are not comparable, rates and shares are"
+        )
+    for name, d in (("before", before), ("after", after)):
+        r = d.report
+        if not r["bundle"]["complete"] or r["capture"].get("ended_by") == "target_exited":
+            out.append(f"the {name} capture is partial ({r['capture'].get('ended_by')})")
+    sources = {
+        n["collector"]: (name, n["status"])
+        for name, d in (("before", before), ("after", after))
+        for n in d.report.get("not_measured", [])
+        if n["status"] in ("unavailable", "failed")
+    }
+    ok_b = {n["collector"] for n in before.report.get("not_measured", [])}
+    ok_a = {n["collector"] for n in after.report.get("not_measured", [])}
+    for collector in sorted(ok_b ^ ok_a):
+        if collector in sources:
+            name, status = sources[collector]
+            out.append(
+                f"collector {collector} was {status} only {name}: its metrics do not compare"
+            )
+    return out
+
+
+# --- the whole comparison ------------------------------------------------------------------
+
+
+def _side(d: Diagnosis) -> dict[str, Any]:
+    r = d.report
+    cap = r["capture"]
+    return {
+        "bundle": r["bundle"]["path"],
+        "complete": r["bundle"]["complete"],
+        "target": {k: r["target"].get(k) for k in ("pid", "comm", "cmdline", "python_version")},
+        "started": cap.get("started"),
+        "duration_s": cap.get("duration_actual"),
+        "ended_by": cap.get("ended_by"),
+        "run": cap.get("run"),
+        "not_measured": [n for n in r.get("not_measured", []) if n["status"] != "ok"],
+    }
+
+
+def build_comparison(before: Diagnosis, after: Diagnosis) -> dict[str, Any]:
+    rb, ra = before.report, after.report
+    focus = [
+        e["metric"]
+        for r in (rb, ra)
+        for f in [x for x in r["findings"] if not x.get("advisory")][:1]
+        for e in f.get("evidence", [])
+    ]
+    metrics = metric_deltas(rb["metrics"], ra["metrics"], focus)
+    return {
+        "schema": COMPARE_SCHEMA,
+        "tool_version": __version__,
+        "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "before": _side(before),
+        "after": _side(after),
+        "verdict": verdict_change(rb, ra),
+        "caveats": caveats(before, after),
+        "metrics": metrics,
+        "counts": dict(Counter(m["change"] for m in metrics)),
+        "findings": finding_changes(rb["findings"], ra["findings"]),
+        "flames": diff_flames(before, after),
+        "noise": {"share_points": SHARE_NOISE, "relative": RELATIVE_NOISE},
+    }
+
+
+def compare(before: Path, after: Path, rules_dirs: Iterable[Path] = ()) -> dict[str, Any]:
+    """Diagnose both bundles (same rules) and compare them."""
+    rules = list(rules_dirs)
+    return build_comparison(diagnose(before, rules), diagnose(after, rules))
+
+
+FILENAMES = {"html": "compare.html", "md": "compare.md", "json": "compare.json"}
+
+
+def write_comparison(
+    c: dict[str, Any], after: Path, formats: list[str], out: Path | None = None
+) -> dict[str, Path]:
+    """Write the comparison in ``formats``: into the AFTER bundle unless ``out`` is given
+    (a file for one format, else a directory). Each file is complete or absent."""
+    from diagnose.render.compare import render_compare_html, render_compare_markdown
+
+    renderers = {
+        "json": lambda: json.dumps(c, indent=1, ensure_ascii=False, allow_nan=False) + "\n",
+        "md": lambda: render_compare_markdown(c),
+        "html": lambda: render_compare_html(c),
+    }
+    paths = output_paths(after, formats, out, FILENAMES)
+    for fmt, path in paths.items():
+        write_text(path, renderers[fmt]())
+    return paths

@@ -1,0 +1,103 @@
+"""The comparison of two bundles (diagnose/compare.py) as Markdown, HTML and a terminal summary.
+
+Like the report: the templates display the comparison dict and nothing else; everything the
+targets control (frames, thread names, command lines, paths) goes through ``md``/``md_code``
+in Markdown, jinja2's autoescape in HTML, and ``plain`` on the terminal. The differential
+flame graphs travel as JSON in a ``<script type="application/json">`` element and are drawn by
+the inlined plotly, whose labels are escaped again for plotly's own HTML-like markup.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+import markupsafe
+
+from diagnose.render.env import environment
+from diagnose.render.text import md, md_code, plain, short_frame
+
+JUDGED = ("better", "worse")
+SHOWN = ("better", "worse", "changed", "new", "gone")
+
+
+def stack_label(stack: list[str], limit: int = 3) -> str:
+    """'lock wait > thread: handler-N > ... > worker (_harness.py) > handle (x.py)'."""
+    head = [f for f in stack if f.endswith(" wait") or f.startswith("thread: ")][:2]
+    rest = [f for f in stack if f not in head]
+    tail = [short_frame(f, 80) for f in rest[-limit:]]
+    parts = head + (["…"] if len(rest) > limit else []) + tail
+    return " > ".join(parts)
+
+
+def cell_code(s: object, limit: int = 300) -> str:
+    """A code span inside a Markdown table cell: a | would end the cell even there (GFM)."""
+    return md_code(s, limit).replace("|", "\\|")
+
+
+def _context(c: dict[str, Any]) -> dict[str, Any]:
+    rows = c["metrics"]
+    return {
+        "c": c,
+        "judged": [m for m in rows if m["change"] in JUDGED],
+        "changed": [m for m in rows if m["change"] in ("changed", "new", "gone")],
+        "same": [m for m in rows if m["change"] == "same"],
+        "stack_label": stack_label,
+        "short": short_frame,
+    }
+
+
+def render_compare_markdown(c: dict[str, Any]) -> str:
+    env = environment(autoescape=False)
+    text = env.get_template("compare.md.j2").render(
+        **_context(c), md=md, md_code=md_code, cell_code=cell_code
+    )
+    text = "\n".join(line.rstrip() for line in text.splitlines())
+    return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"  # runs of blank lines -> one
+
+
+@lru_cache(maxsize=1)
+def plotly_js() -> markupsafe.Markup:
+    """plotly.js, to inline in a <script> element (plotly's own code, not target data)."""
+    import plotly.offline
+
+    # "</script" would end the element early; in JS, "<\/" means the same inside strings
+    js = re.sub(r"</(script)", r"<\\/\1", plotly.offline.get_plotlyjs(), flags=re.IGNORECASE)
+    return markupsafe.Markup(js)  # noqa: S704 - trusted library code, checked above
+
+
+def render_compare_html(c: dict[str, Any]) -> str:
+    env = environment(autoescape=True)
+    return env.get_template("compare.html.j2").render(
+        **_context(c), plain=plain, plotly_js=plotly_js()
+    )
+
+
+def render_compare_summary(c: dict[str, Any], path: str | None = None) -> str:
+    """A few lines for the terminal: verdict change, what moved which way, hotter/colder."""
+    out = [f"Verdict: {plain(c['verdict']['text'], 400)}"]
+    out += [f"Caveat: {plain(w, 400)}" for w in c.get("caveats", [])]
+    for change in JUDGED:
+        rows = [m for m in c["metrics"] if m["change"] == change][:4]
+        if rows:
+            items = "; ".join(
+                f"{m['name']} {plain(m['display_before'])} → {plain(m['display_after'])}"
+                for m in rows
+            )
+            out.append(f"{change.capitalize()}: {items}")
+    f = c["findings"]
+    for key, what in (("disappeared", "Findings gone"), ("appeared", "Findings new")):
+        if f[key]:
+            out.append(f"{what}: " + "; ".join(plain(x["title"]) for x in f[key]))
+    for view in c["flames"].values():
+        for key in ("colder", "hotter"):
+            if view[key]:
+                top = view[key][0]
+                out.append(
+                    f"{key.capitalize()} ({view['title']}): {plain(stack_label(top['stack']), 200)}"
+                    f" {top['before']:.2f} → {top['after']:.2f} {view['unit']}"
+                )
+    if path:
+        out.append(f"Comparison: {path}")
+    return "\n".join(out)
