@@ -45,6 +45,12 @@ class CaptureContext:
     stop_event: threading.Event = field(default_factory=threading.Event)
     target_exited: threading.Event = field(default_factory=threading.Event)
     stop_reason: str = ""  # why the capture was stopped early, when a collector stopped it
+    ended_at: float | None = None  # monotonic time the capture window closed (set by the session)
+
+    def window(self) -> float:
+        """Length of the capture window in seconds (so far, while it is open)."""
+        end = self.ended_at if self.ended_at is not None else time.monotonic()
+        return max(0.0, end - self.t0)
 
     def request_stop(self, reason: str) -> None:
         """End the capture early for everyone (e.g. the disk filled up)."""

@@ -259,6 +259,7 @@ def _capture_locked(
             manifest.capture["running"] = [c.name for c in running]
             writer.write_manifest(manifest)
             ended_by = _wait(ctx, running, writer, progress)
+            ctx.ended_at = time.monotonic()
             if sig.received:
                 ended_by = f"interrupted ({sig.received})"
             for c in running:
