@@ -10,12 +10,10 @@ the inlined plotly, whose labels are escaped again for plotly's own HTML-like ma
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from typing import Any
 
-import markupsafe
-
 from diagnose.render.env import environment
+from diagnose.render.html import plotly_js, render_page, static_text
 from diagnose.render.text import md, md_code, plain, short_frame
 
 JUDGED = ("better", "worse")
@@ -29,11 +27,6 @@ def stack_label(stack: list[str], limit: int = 3) -> str:
     tail = [short_frame(f, 80) for f in rest[-limit:]]
     parts = head + (["…"] if len(rest) > limit else []) + tail
     return " > ".join(parts)
-
-
-def cell_code(s: object, limit: int = 300) -> str:
-    """A code span inside a Markdown table cell: a | would end the cell even there (GFM)."""
-    return md_code(s, limit).replace("|", "\\|")
 
 
 def _context(c: dict[str, Any]) -> dict[str, Any]:
@@ -51,26 +44,19 @@ def _context(c: dict[str, Any]) -> dict[str, Any]:
 def render_compare_markdown(c: dict[str, Any]) -> str:
     env = environment(autoescape=False)
     text = env.get_template("compare.md.j2").render(
-        **_context(c), md=md, md_code=md_code, cell_code=cell_code
+        **_context(c),
+        md=md,
+        md_code=md_code,
+        md_code_cell=lambda s, limit=300: md_code(s, limit, table=True),
     )
     text = "\n".join(line.rstrip() for line in text.splitlines())
     return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"  # runs of blank lines -> one
 
 
-@lru_cache(maxsize=1)
-def plotly_js() -> markupsafe.Markup:
-    """plotly.js, to inline in a <script> element (plotly's own code, not target data)."""
-    import plotly.offline
-
-    # "</script" would end the element early; in JS, "<\/" means the same inside strings
-    js = re.sub(r"</(script)", r"<\\/\1", plotly.offline.get_plotlyjs(), flags=re.IGNORECASE)
-    return markupsafe.Markup(js)  # noqa: S704 - trusted library code, checked above
-
-
 def render_compare_html(c: dict[str, Any]) -> str:
-    env = environment(autoescape=True)
-    return env.get_template("compare.html.j2").render(
-        **_context(c), plain=plain, plotly_js=plotly_js()
+    """The same page machinery as the report: inlined plotly, a hashed-script CSP."""
+    return render_page(
+        "compare.html.j2", [plotly_js(), static_text("compare.js")], **_context(c), plain=plain
     )
 
 
