@@ -52,7 +52,7 @@ def main() -> None:
 
 
 def _register() -> None:
-    from diagnose.cli import attach, demo, report, rules_cmd  # noqa: F401
+    from diagnose.cli import attach, demo, doctor, report, rules_cmd  # noqa: F401
 
 
 _register()
