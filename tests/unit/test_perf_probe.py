@@ -41,3 +41,13 @@ def test_probe_without_perf_says_how_to_install_it():
     assert "perf does not run" in caps.reason("cpu_clock") and PERF_INSTALL in caps.reason(
         "cpu_clock"
     )
+
+
+def test_ring_buffers_are_bounded_in_total(monkeypatch):
+    from diagnose.collect.perf import record
+
+    monkeypatch.setattr(record.os, "cpu_count", lambda: 2)
+    assert record.ring_pages(2 * 2**20) == 512  # 2 MiB per CPU on a small host
+    monkeypatch.setattr(record.os, "cpu_count", lambda: 256)
+    pages = record.ring_pages(2 * 2**20)
+    assert pages * 4096 * 256 <= 64 * 2**20 and pages & (pages - 1) == 0  # a power of two

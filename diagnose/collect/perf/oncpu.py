@@ -25,13 +25,13 @@ from collections.abc import Iterable
 
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
 from diagnose.collect.base import CaptureContext
-from diagnose.collect.perf.record import PerfCollectorBase, PerfRecord, record_failure
+from diagnose.collect.perf.record import PerfCollectorBase, PerfRecord, record_failure, ring_pages
 from diagnose.formats.perf_script import LOST, parse_script
 from diagnose.formats.speedscope import samples_to_speedscope
 from diagnose.formats.stacks import StackTable, format_folded
 
 MAX_BYTES = 256 * 1024 * 1024  # --max-size: ~0.01 MB/s per busy core measured with fp
-MMAP_PAGES = 128  # 512 KiB ring buffer per CPU
+RING_BYTES = 512 * 1024  # per CPU
 SCRIPT_TIMEOUT = 120.0
 
 
@@ -52,7 +52,7 @@ class PerfCollector(PerfCollectorBase):
 
     def start(self, ctx: CaptureContext) -> None:
         events = ["-e", "cpu-clock", "-F", str(ctx.options.rate), "--call-graph", "fp"]
-        self.rec = PerfRecord(ctx, self.perf, "native", events, MAX_BYTES, MMAP_PAGES)
+        self.rec = PerfRecord(ctx, self.perf, "native", events, MAX_BYTES, ring_pages(RING_BYTES))
         self.rec.start()
 
     def finish(self, ctx: CaptureContext, timeout: float) -> CollectorRecord:

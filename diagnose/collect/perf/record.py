@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import re
 import signal
 import threading
@@ -43,6 +44,14 @@ SIZE_LIMIT = re.compile(r"perf size limit reached \((\d+) KB\)")
 WROTE = re.compile(r"Captured and wrote ([\d.]+) MB")
 LOST_CHUNKS = re.compile(r"lost (\d+) chunks", re.I)
 LOST_SAMPLES = re.compile(r"(\d+) samples? lost", re.I)
+
+
+def ring_pages(per_cpu_bytes: int, total_bytes: int = 64 * 2**20) -> int:
+    """perf's ``-m`` for a per-CPU ring buffer of ``per_cpu_bytes``, capped so that all the
+    CPUs' buffers together stay under ``total_bytes`` (perf needs a power of two pages)."""
+    cpus = os.cpu_count() or 1
+    pages = max(16, min(per_cpu_bytes, total_bytes // cpus) // 4096)
+    return 1 << (pages.bit_length() - 1)
 
 
 class PerfRecord:

@@ -19,7 +19,7 @@ notes saw 19 MB/s) and here unwound no further than libc's futex wrapper, while 
 pointers wrote 0.3-4.6 MB/s (4.6 for six threads on one lock, ~6,000 switches/s): the
 Python frames come from py-spy, joined at the same time in the analysis. The recording is
 bounded by a file cap (``--max-size``: 256 MB or a quarter of the bundle budget, reported
-when hit), a 2 MiB ring buffer per CPU (dropped events are counted) and
+when hit), a 2 MiB ring buffer per CPU, 64 MiB for all CPUs at most (dropped events are counted) and
 :data:`MAX_SECONDS` of the capture window.
 """
 
@@ -31,14 +31,16 @@ from typing import Any
 
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
 from diagnose.collect.base import CaptureContext
-from diagnose.collect.perf.record import PerfCollectorBase, PerfRecord, record_failure
+from diagnose.collect.perf.record import PerfCollectorBase, PerfRecord, record_failure, ring_pages
 from diagnose.formats.perf_sched import FutexWait, OffCpu, SchedSummary, convert, futex_cmd
 from diagnose.formats.perf_script import parse_script
 from diagnose.formats.stacks import StackTable, format_folded
 
 MAX_BYTES = 256 * 1024 * 1024
 MAX_SECONDS = 60.0
-MMAP_PAGES = 512  # 2 MiB per CPU: 1 MiB dropped events on a loaded 2-core host
+RING_BYTES = (
+    2 * 2**20
+)  # per CPU (64 MiB in all at most): 1 MiB dropped events on a loaded 2-core host
 SCRIPT_TIMEOUT = 180.0
 
 OFFCPU_COLUMNS = ["t", "tid", "cpu", "state", "dur", "cpu_in", "runq", "waker", "stack_id"]
@@ -74,7 +76,13 @@ class PerfSchedCollector(PerfCollectorBase):
             events += ["-e", "syscalls:sys_enter_futex", "-e", "syscalls:sys_exit_futex"]
         max_bytes = min(MAX_BYTES, max(16 * 2**20, ctx.options.max_bundle_bytes // 4))
         self.rec = PerfRecord(
-            ctx, self.perf, "sched", events, max_bytes, MMAP_PAGES, max_seconds=MAX_SECONDS
+            ctx,
+            self.perf,
+            "sched",
+            events,
+            max_bytes,
+            ring_pages(RING_BYTES),
+            max_seconds=MAX_SECONDS,
         )
         self.rec.start()
 
