@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from diagnose.formats.perf_c2c import C2cFormatError, parse_c2c
 from diagnose.formats.perf_sched import FutexWait, OffCpu, SchedSummary, convert, futex_cmd
 from diagnose.formats.perf_script import (
     LOST,
@@ -15,6 +19,7 @@ from diagnose.formats.perf_script import (
     switch_state,
     wakeup_target,
 )
+from tests.conftest import FIXTURES
 
 
 def test_header_callchain_and_switch_records():
@@ -143,3 +148,30 @@ def test_nothing_is_paired_across_dropped_events():
     # THEN no off-CPU period is made up across the gap
     assert list(convert(evs, s)) == []
     assert s.lost == 300
+
+
+REAL = (FIXTURES / "perf" / "sched-lock.script.txt").read_text(encoding="utf-8").splitlines()[4:200]
+TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=120)
+# real lines, real lines with something spliced in (a strange symbol name), or junk
+LINE = st.one_of(
+    st.sampled_from(REAL),
+    st.builds(lambda a, i, b: a[:i] + b + a[i:], st.sampled_from(REAL), st.integers(0, 200), TEXT),
+    TEXT,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(LINE, max_size=60))
+def test_any_text_parses_without_error(lines):
+    # perf's output carries symbol names from the target's binaries: nothing may crash us
+    events = list(parse_script(lines))
+    list(convert(events))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=2000))
+def test_c2c_parser_accepts_or_rejects_cleanly(text):
+    try:
+        parse_c2c(text)
+    except C2cFormatError:
+        pass
