@@ -149,7 +149,7 @@ def thread_time(data: BundleData, frames: FrameRules) -> ThreadTime | None:
     stack_ids = join_python_stacks(df, data)
     df["stack_id"] = stack_ids
     leaves = {sid: python_leaf(st) for sid, st in data.py_stacks.items()}
-    df["py_leaf"] = df["stack_id"].map(leaves).fillna("")
+    df["py_leaf"] = df["stack_id"].map(leaves).astype(object).fillna("")
     leaf_kind = df["py_leaf"].map(lambda f: frames.wait_kind(f) if f else None)
     py_tids = set(data.py_names) if data.py_names else set()
     if data.py_intervals is not None:
