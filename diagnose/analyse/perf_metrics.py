@@ -590,7 +590,12 @@ def _measured_holders(a: Analysis, fx: pd.DataFrame | None) -> None:
 
 
 def _native_locks(data: BundleData, a: Analysis, fx: pd.DataFrame) -> None:
-    """Threads without Python frames: mutex waits seen by perf are lock time, not idle."""
+    """Threads without Python frames: mutex waits are lock time, not idle.
+
+    Two ways, both measured: a /proc tick that saw the thread blocked in futex() on an
+    address perf found to be a mutex (its waiters' native stacks in __lll_lock_wait, ...)
+    moves that interval's blocked time to lock, like the core accounting does per tick; and
+    where /proc saw no address, the time perf saw it in such a wait within the interval."""
     tt = a.thread_time
     if tt is None or fx is None or fx.empty:
         return
@@ -601,27 +606,13 @@ def _native_locks(data: BundleData, a: Analysis, fx: pd.DataFrame) -> None:
     iv = tt.intervals
     moved = 0.0
     if not mtx.empty:
+        mutexes = set(mtx["uaddr"].astype(str))
+        at_mutex = iv["tid"].isin(native_tids) & (iv["idle"] > 0) & iv["futex_addr"].isin(mutexes)
+        moved += float(iv.loc[at_mutex, "idle"].sum())
+        iv.loc[at_mutex, "lock"] += iv.loc[at_mutex, "idle"]
+        iv.loc[at_mutex, "idle"] = 0.0
         for tid, waits in mtx.groupby("tid"):
-            s = waits["t"].to_numpy()
-            e = s + waits["dur"].to_numpy()
-            order = np.argsort(s)
-            s, e = s[order], e[order]
-            rows = iv.index[(iv["tid"] == tid) & (iv["idle"] > 0)]
-            for idx in rows:
-                b = float(iv.at[idx, "t"])
-                a0 = b - float(iv.at[idx, "dt"])
-                lo = int(np.searchsorted(e, a0))
-                hi = int(np.searchsorted(s, b))
-                if hi <= lo:
-                    continue
-                overlap = float(
-                    np.clip(np.minimum(e[lo:hi], b) - np.maximum(s[lo:hi], a0), 0, None).sum()
-                )
-                shift = min(overlap, float(iv.at[idx, "idle"]))
-                if shift > 0:
-                    iv.at[idx, "idle"] -= shift
-                    iv.at[idx, "lock"] += shift
-                    moved += shift
+            moved += _move_overlap(iv, int(tid), waits)
     if moved > 0:
         sums = iv.groupby("tid")[list(STATES)].sum()
         per = per.set_index("tid")
@@ -675,6 +666,28 @@ def _native_locks(data: BundleData, a: Analysis, fx: pd.DataFrame) -> None:
             m["lock_top_waiters"] = 0
             m["lock_top_wait_s"] = 0.0
             m["lock_top_share"] = 0.0
+
+
+def _move_overlap(iv: pd.DataFrame, tid: int, waits: pd.DataFrame) -> float:
+    """Move idle time of ``tid``'s intervals that overlaps its mutex ``waits`` to lock."""
+    s = waits["t"].to_numpy()
+    e = s + waits["dur"].to_numpy()
+    order = np.argsort(s)
+    s, e = s[order], e[order]
+    moved = 0.0
+    for idx in iv.index[(iv["tid"] == tid) & (iv["idle"] > 0)]:
+        b = float(iv.at[idx, "t"])
+        a0 = b - float(iv.at[idx, "dt"])
+        lo, hi = int(np.searchsorted(e, a0)), int(np.searchsorted(s, b))
+        if hi <= lo:
+            continue
+        overlap = float(np.clip(np.minimum(e[lo:hi], b) - np.maximum(s[lo:hi], a0), 0, None).sum())
+        shift = min(overlap, float(iv.at[idx, "idle"]))
+        if shift > 0:
+            iv.at[idx, "idle"] -= shift
+            iv.at[idx, "lock"] += shift
+            moved += shift
+    return moved
 
 
 def _max_concurrent(waits: pd.DataFrame) -> int:
