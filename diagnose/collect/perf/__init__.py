@@ -24,6 +24,10 @@ Throughput cost could not be resolved on this host while it was measured: the sa
 configuration varied by +-50% between rounds (load average 9-14 on 2 cores from other
 sessions); paired per-round medians were within that noise for every configuration
 (lock: fp 0.2%, DWARF -8%, sched 0.1%; oversub: 5%, 19%, 17%; gil: -6%, 3%, -10%).
-The platform notes' quieter measurement found perf sampling and `perf sched record`
-costing nothing measurable (within +-5 points) for these kinds of services.
+Against samples/lock_contention.py (8 threads on one lock), throughput against no profiler
+(median of 5 rounds / median of per-round ratios) was: fp -5.1% / +0.8%, DWARF +2.6% /
++2.4%, scheduler tracing +5.8% / +8.8%, all within the +-10% the same configuration varied
+between rounds: no cost could be resolved. They wrote 0.07, 13.7 and 39.7 MB per 10 s. The
+platform notes' quieter measurement likewise found perf sampling and `perf sched record`
+costing nothing measurable (within +-5 points) for such services.
 """
