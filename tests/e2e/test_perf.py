@@ -191,7 +191,9 @@ def test_native_mutex_waits_are_lock_contention_not_idle(tmp_path, mutex_binary)
 
 
 def test_size_cap_cuts_the_recording_and_says_so(tmp_path, monkeypatch):
+    # a small cap, and small ring buffers so that perf writes (and checks the cap) often
     monkeypatch.setattr(sched_mod, "MAX_BYTES", 96 * 1024)
+    monkeypatch.setattr(sched_mod, "RING_BYTES", 64 * 1024)
     b = capture_of(tmp_path, py_target("lock"), duration=3)
     rec = b.manifest.collectors["perf_sched"]
     assert rec.status.value == "partial"

@@ -20,7 +20,9 @@ pointers wrote 0.3-4.6 MB/s (4.6 for six threads on one lock, ~6,000 switches/s)
 Python frames come from py-spy, joined at the same time in the analysis. The recording is
 bounded by a file cap (``--max-size``: 256 MB or a quarter of the bundle budget, reported
 when hit), a 2 MiB ring buffer per CPU, 64 MiB for all CPUs at most (dropped events are counted) and
-:data:`MAX_SECONDS` of the capture window.
+:data:`MAX_SECONDS` of the capture window. perf checks the cap when it writes, so the file
+can exceed it by up to its ring buffers; only a recording that perf itself stopped at the
+cap ("perf size limit reached") misses events, and only that is reported as cut.
 """
 
 from __future__ import annotations
