@@ -10,4 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-ANALYSES: list[Callable[[Any, Any, Any], None]] = []
+from diagnose.analyse.perf_metrics import analyse_perf
+
+ANALYSES: list[Callable[[Any, Any, Any], None]] = [analyse_perf]

@@ -34,6 +34,7 @@ def metric(name: str, unit: str, sources: str, description: str, kind: str = "nu
 
 def known_metrics() -> dict[str, MetricDef]:
     """All registered metrics (importing the modules that register them)."""
+    import diagnose.analyse.extensions  # extensions register their metrics too
     import diagnose.analyse.metrics  # noqa: F401
 
     return METRICS

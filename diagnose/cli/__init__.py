@@ -54,7 +54,7 @@ def main() -> None:
 
 
 def _register() -> None:
-    from diagnose.cli import attach, compare, demo, report, rules_cmd, run  # noqa: F401
+    from diagnose.cli import attach, compare, demo, doctor, report, rules_cmd, run  # noqa: F401
 
 
 _register()

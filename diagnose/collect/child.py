@@ -36,9 +36,16 @@ def _pdeathsig() -> None:  # runs in the child between fork and exec
 
 
 class Child:
-    """A running helper process whose stderr goes to a file."""
+    """A running helper process whose stderr goes to a file (and its stdout too, unless
+    ``stdout_pipe``: then it is read from ``proc.stdout``, e.g. ``perf script``)."""
 
-    def __init__(self, argv: Sequence[str], stderr_path: Path, cwd: str | None = None) -> None:
+    def __init__(
+        self,
+        argv: Sequence[str],
+        stderr_path: Path,
+        cwd: str | None = None,
+        stdout_pipe: bool = False,
+    ) -> None:
         self.argv = list(argv)
         self.stderr_path = stderr_path
         self.started = time.monotonic()
@@ -47,7 +54,7 @@ class Child:
             self.proc = subprocess.Popen(
                 self.argv,
                 stdin=subprocess.DEVNULL,
-                stdout=fd,
+                stdout=subprocess.PIPE if stdout_pipe else fd,
                 stderr=fd,
                 start_new_session=True,
                 preexec_fn=_pdeathsig,

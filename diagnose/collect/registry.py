@@ -5,6 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from diagnose.collect.base import Collector
+from diagnose.collect.perf.c2c import C2cCollector
+from diagnose.collect.perf.oncpu import PerfCollector
+from diagnose.collect.perf.sched import PerfSchedCollector
+from diagnose.collect.perf.stat import PerfStatCollector
 from diagnose.collect.proc_sampler import ProcSampler
 from diagnose.collect.pyspy import GilCollector, PySpyCollector
 from diagnose.collect.system import SystemSnapshot
@@ -17,6 +21,10 @@ COLLECTORS: dict[str, Callable[[], Collector]] = {
     "proc": ProcSampler,
     "pyspy": PySpyCollector,
     "gil": GilCollector,
+    "perf": PerfCollector,
+    "perf_sched": PerfSchedCollector,
+    "perf_stat": PerfStatCollector,
+    "c2c": C2cCollector,
 }
 DEFAULT_OFF: frozenset[str] = frozenset()
 ALWAYS: frozenset[str] = frozenset({"system"})

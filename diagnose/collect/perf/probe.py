@@ -1,0 +1,321 @@
+"""What perf can do on this host, found by trying it, each answer with its reason and fix.
+
+Each feature is checked by running the smallest real perf command that needs it (a
+``perf record`` of ``true`` with the events a collector will use, ``perf stat`` for the
+hardware counters, ``perf c2c record`` for memory sampling), all at once, so the whole
+probe takes about as long as one of them (~0.2 s here). ``--no-bpf-event`` matters: without
+it every ``perf record`` waits up to a second at exit for its BPF side-band thread.
+
+The probe never raises: a check that cannot run is a feature that does not work, with
+the reason. Collectors ask :func:`capabilities_for` (probed once per capture).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from diagnose.formats.perf_stat import parse_stat
+
+PERF_INSTALL = (
+    "install perf: apt-get install -y linux-perf (Debian), linux-tools-$(uname -r) (Ubuntu), "
+    "dnf install perf (Fedora/RHEL)"
+)
+PMU_FIX = (
+    "no hardware PMU is visible (typical of VMs and containers on shared hosts): run on bare "
+    "metal or a VM with a virtual PMU (KVM: -cpu host,pmu=on; cloud: a metal instance)"
+)
+MEM_FIX = (
+    "needs hardware memory sampling (Intel PEBS load latency, AMD IBS on Zen 4 and later, "
+    "Arm SPE), which VMs rarely expose: run on bare metal"
+)
+TRACEFS_FIX = (
+    "run as root, or make tracefs readable: mount -o remount,mode=755 /sys/kernel/tracing "
+    "(mount -t tracefs nodev /sys/kernel/tracing if it is not mounted)"
+)
+PERM_FIX = (
+    "run as root, or give diagnose CAP_PERFMON (Linux 5.8+; CAP_SYS_ADMIN before) and "
+    "CAP_SYS_PTRACE, or lower sysctl kernel.perf_event_paranoid (1 for sampling, -1 for "
+    "tracepoints of other users' processes); in a container also allow perf_event_open in "
+    "seccomp (docker run --cap-add PERFMON --cap-add SYS_PTRACE --security-opt "
+    "seccomp=unconfined, or Kubernetes securityContext.capabilities.add)"
+)
+
+#: feature -> what it is for (doctor prints it)
+FEATURES: dict[str, str] = {
+    "cpu_clock": "cpu-clock sampling with call graphs: native on-CPU stacks (collector perf)",
+    "sched_tracepoints": "sched_switch/sched_wakeup tracepoints and switch events: "
+    "run-queue delay, off-CPU stacks (collector perf_sched)",
+    "futex_tracepoints": "futex syscall tracepoints: lock-wait stacks per lock address "
+    "(collector perf_sched)",
+    "hw_events": "hardware counters cycles and instructions: IPC (collector perf_stat)",
+    "mem_sampling": "memory sampling for perf c2c: false sharing (collector c2c)",
+}
+
+SCHED_EVENTS = ("sched:sched_switch", "sched:sched_wakeup")
+FUTEX_EVENTS = ("syscalls:sys_enter_futex", "syscalls:sys_exit_futex")
+HW_EVENTS = ("cycles", "instructions")
+RECORD_BASE = ("record", "--no-bpf-event", "-N", "-B", "-k", "CLOCK_MONOTONIC")
+
+
+@dataclass(frozen=True)
+class Feature:
+    name: str
+    ok: bool
+    detail: str = ""  # what was found, or why it does not work
+    fix: str = ""  # how to get it, when it does not work
+
+    def reason(self) -> str:
+        return f"{self.detail}; fix: {self.fix}" if self.fix else self.detail
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d.pop("name")
+        return d | {"for": FEATURES.get(self.name, "")}
+
+
+@dataclass(frozen=True)
+class PerfCapabilities:
+    perf: str | None  # the perf binary, None when missing
+    version: str
+    paranoid: int | None  # kernel.perf_event_paranoid
+    root: bool
+    features: dict[str, Feature] = field(default_factory=dict)
+    probe_s: float = 0.0
+
+    def has(self, name: str) -> bool:
+        f = self.features.get(name)
+        return f is not None and f.ok
+
+    def reason(self, name: str) -> str:
+        f = self.features.get(name)
+        return f.reason() if f is not None else f"{name}: not probed"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "perf": self.perf,
+            "version": self.version,
+            "perf_event_paranoid": self.paranoid,
+            "root": self.root,
+            "probe_s": round(self.probe_s, 3),
+            "features": {n: f.to_dict() for n, f in self.features.items()},
+        }
+
+
+def find_perf() -> str | None:
+    return shutil.which("perf")
+
+
+def read_paranoid() -> int | None:
+    try:
+        with open("/proc/sys/kernel/perf_event_paranoid", encoding="ascii") as fh:
+            return int(fh.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def explain(stderr: str, what: str) -> tuple[str, str]:
+    """perf's error output -> (one-line reason, fix)."""
+    low = stderr.lower()
+    if "memory events not supported" in low or ("mem-loads" in low and "not supported" in low):
+        return f"{what}: perf says memory events are not supported on this CPU", MEM_FIX
+    if "can't access trace events" in low or "no permissions to read" in low:
+        return f"{what}: no permission to read the tracepoints in tracefs", TRACEFS_FIX
+    if "unknown tracepoint" in low or ("tracepoint" in low and "not found" in low):
+        fix = (
+            "the kernel lacks these tracepoints (syscall tracepoints need CONFIG_FTRACE_SYSCALLS=y) "
+            "or tracefs is not mounted: mount -t tracefs nodev /sys/kernel/tracing"
+        )
+        return f"{what}: perf does not know these tracepoints", fix
+    if (
+        "perf_event_paranoid" in low
+        or "permission" in low
+        or "not permitted" in low
+        or "access to performance monitoring" in low
+    ):
+        return f"{what}: not permitted to open perf events", PERM_FIX
+    if "not supported" in low or "no such device" in low:
+        return f"{what}: the event is not supported on this CPU", PMU_FIX
+    if "perf not found for kernel" in low:
+        return f"{what}: perf does not match the running kernel", PERF_INSTALL
+    last = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    tail = last[-1][:200] if last else "no message"
+    return (
+        f"{what}: perf failed ({tail})",
+        "run `perf record -e cpu-clock -- true` to see perf's error",
+    )
+
+
+def _stat_supported(output: str, events: tuple[str, ...]) -> tuple[bool, str]:
+    """``perf stat -x,`` output: every event counted (no <not supported>/<not counted>)?"""
+    rows = {r.event.split(":")[0]: r for r in parse_stat(output)}
+    missing = [e for e in events if e not in rows or rows[e].value is None]
+    if missing:
+        states = {rows[e].status for e in missing if e in rows}
+        return False, f"{', '.join(missing)}: {'/'.join(sorted(states)) or 'not counted'}"
+    return True, ", ".join(f"{e} counted" for e in events)
+
+
+class _Job:
+    """One probe command, run in the background."""
+
+    def __init__(self, argv: list[str], cwd: str) -> None:
+        self.argv = argv
+        self.out = ""
+        self.rc: int | None = None
+        self.error = ""
+        try:
+            self.proc: subprocess.Popen[str] | None = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                errors="replace",
+                start_new_session=True,
+            )
+        except OSError as exc:
+            self.proc = None
+            self.error = f"cannot run {argv[0]}: {exc.strerror or exc}"
+
+    def wait(self, deadline: float) -> None:
+        if self.proc is None:
+            return
+        try:
+            self.out, _ = self.proc.communicate(timeout=max(0.05, deadline - time.monotonic()))
+            self.rc = self.proc.returncode
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.out, _ = self.proc.communicate(timeout=2)
+            self.error = "timed out"
+
+
+def _record_ok(job: _Job, data: str, what: str) -> Feature | tuple[str, str]:
+    if job.error:
+        return f"{what}: {job.error}", "check that perf runs: perf record -e cpu-clock -- true"
+    if job.rc == 0 and os.path.isfile(data):
+        return Feature("", True)
+    return explain(job.out, what)
+
+
+def probe(perf: str | None = None, timeout: float = 10.0) -> PerfCapabilities:
+    """Probe this host's perf. Never raises."""
+    t0 = time.monotonic()
+    root = os.geteuid() == 0
+    paranoid = read_paranoid()
+    perf = perf or find_perf()
+    if perf is None:
+        missing = {
+            n: Feature(n, False, "perf is not installed (not on PATH)", PERF_INSTALL)
+            for n in FEATURES
+        }
+        return PerfCapabilities(None, "", paranoid, root, missing, time.monotonic() - t0)
+    features: dict[str, Feature] = {}
+    version = ""
+    with tempfile.TemporaryDirectory(prefix="diagnose-perf-probe-") as tmp:
+        out = {k: os.path.join(tmp, f"{k}.data") for k in ("cpu", "sched", "futex", "c2c")}
+
+        def record(data: str, *events: str) -> _Job:
+            return _Job([perf, *RECORD_BASE, *events, "-o", data, "--", "true"], tmp)
+
+        jobs = {
+            "version": _Job([perf, "--version"], tmp),
+            "cpu_clock": record(out["cpu"], "-e", "cpu-clock", "-F", "99", "-g"),
+            "sched_tracepoints": record(out["sched"], "--switch-events", *_events(SCHED_EVENTS)),
+            "futex_tracepoints": record(out["futex"], *_events(FUTEX_EVENTS)),
+            "hw_events": _Job(
+                [perf, "stat", "-x", ",", "-e", ",".join(HW_EVENTS), "--", "true"], tmp
+            ),
+            "mem_sampling": _Job([perf, "c2c", "record", "-o", out["c2c"], "--", "true"], tmp),
+        }
+        deadline = time.monotonic() + timeout
+        for job in jobs.values():
+            job.wait(deadline)
+        vjob = jobs["version"]
+        m = re.search(r"perf version (\S+)", vjob.out)
+        version = m.group(1) if m else ""
+        if not version:
+            why = vjob.error or (vjob.out.strip().splitlines() or ["no output"])[-1][:200]
+            broken = Feature("", False, f"perf does not run ({why})", PERF_INSTALL)
+            features = {n: Feature(n, False, broken.detail, broken.fix) for n in FEATURES}
+            return PerfCapabilities(perf, "", paranoid, root, features, time.monotonic() - t0)
+        for name, data, what in (
+            ("cpu_clock", out["cpu"], "cpu-clock sampling with call graphs"),
+            ("sched_tracepoints", out["sched"], "scheduler tracepoints"),
+            ("futex_tracepoints", out["futex"], "futex syscall tracepoints"),
+            ("mem_sampling", out["c2c"], "perf c2c memory sampling"),
+        ):
+            res = _record_ok(jobs[name], data, what)
+            if isinstance(res, Feature):
+                features[name] = Feature(name, True, f"{what}: works")
+            else:
+                features[name] = Feature(name, False, res[0], res[1])
+        hw = jobs["hw_events"]
+        if hw.error or hw.rc != 0:
+            reason, fix = (
+                explain(hw.out, "hardware counters")
+                if not hw.error
+                else (
+                    f"hardware counters: {hw.error}",
+                    PMU_FIX,
+                )
+            )
+            features["hw_events"] = Feature("hw_events", False, reason, fix)
+        else:
+            ok, detail = _stat_supported(hw.out, HW_EVENTS)
+            features["hw_events"] = Feature(
+                "hw_events",
+                ok,
+                detail if ok else f"hardware counters: {detail}",
+                "" if ok else PMU_FIX,
+            )
+    ordered = {n: features[n] for n in FEATURES if n in features}
+    return PerfCapabilities(perf, version, paranoid, root, ordered, time.monotonic() - t0)
+
+
+def _events(names: tuple[str, ...]) -> list[str]:
+    out: list[str] = []
+    for n in names:
+        out += ["-e", n]
+    return out
+
+
+def unavailable_reason(caps: PerfCapabilities, feature: str) -> str | None:
+    """Why a collector needing ``feature`` cannot run here (with the fix), or None."""
+    if caps.perf is None or not caps.has(feature):
+        return caps.reason(feature)
+    return None
+
+
+_CACHE_LOCK = threading.Lock()
+_CACHE: dict[float, PerfCapabilities] = {}
+
+
+def capabilities_for(t0: float) -> PerfCapabilities:
+    """The probe for the capture that started at monotonic time ``t0`` (probed once)."""
+    with _CACHE_LOCK:
+        caps = _CACHE.get(t0)
+        if caps is None:
+            try:
+                caps = probe()
+            except Exception as exc:  # a failed probe never fails the capture
+                why = f"the perf probe failed: {type(exc).__name__}: {exc}"
+                fix = "run diagnose doctor to see what perf can do here"
+                features = {n: Feature(n, False, why, fix) for n in FEATURES}
+                caps = PerfCapabilities(
+                    find_perf(), "", read_paranoid(), os.geteuid() == 0, features
+                )
+            _CACHE.clear()
+            _CACHE[t0] = caps
+        return caps

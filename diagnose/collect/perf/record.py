@@ -1,0 +1,251 @@
+"""Running ``perf record`` on the target and reading it back with ``perf script``.
+
+Both run through :class:`diagnose.collect.child.Child`: their own session (a Ctrl-C reaches
+diagnose, which stops them in order), SIGINT from the kernel if diagnose dies (perf then
+writes what it has and exits), and a bounded life of their own: ``perf record ... --
+sleep N`` ends after the capture window plus a margin whatever happens to diagnose.
+
+Common options, and why:
+
+- ``-k CLOCK_MONOTONIC``: event times on the clock of ``capture.monotonic_start``;
+- ``--no-bpf-event``: otherwise perf waits up to 1 s at exit for its BPF side-band thread;
+- ``-N -B``: no build-id cache; perf would otherwise copy every library the target maps
+  into ``~/.debug`` (tens of MB here, gigabytes with libtorch) and post-process them at exit;
+- ``-m PAGES``: the ring buffer per CPU; ``--max-size``: perf stops writing at this size
+  (its stderr then says "perf size limit reached", which the collector reports).
+
+The recording goes to a hidden file inside the bundle (so the disk budget counts it) and
+is deleted once converted; a capture killed before that leaves it behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import re
+import signal
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
+from diagnose.collect.base import CaptureContext, Collector
+from diagnose.collect.child import Child
+from diagnose.collect.perf.probe import (
+    PerfCapabilities,
+    capabilities_for,
+    explain,
+    unavailable_reason,
+)
+
+SIZE_LIMIT = re.compile(r"perf size limit reached \((\d+) KB\)")
+WROTE = re.compile(r"Captured and wrote ([\d.]+) MB")
+LOST_CHUNKS = re.compile(r"lost (\d+) chunks", re.I)
+LOST_SAMPLES = re.compile(r"(\d+) samples? lost", re.I)
+
+
+def ring_pages(per_cpu_bytes: int, total_bytes: int = 64 * 2**20) -> int:
+    """perf's ``-m`` for a per-CPU ring buffer of ``per_cpu_bytes``, capped so that all the
+    CPUs' buffers together stay under ``total_bytes`` (perf needs a power of two pages)."""
+    cpus = os.cpu_count() or 1
+    pages = max(16, min(per_cpu_bytes, total_bytes // cpus) // 4096)
+    return 1 << (pages.bit_length() - 1)
+
+
+class PerfRecord:
+    """One ``perf record -p PID`` for the capture window."""
+
+    def __init__(
+        self,
+        ctx: CaptureContext,
+        perf: str,
+        subdir: str,
+        events: Sequence[str],
+        max_bytes: int,
+        mmap_pages: int,
+        max_seconds: float | None = None,
+    ) -> None:
+        self.ctx = ctx
+        self.perf = perf
+        self.subdir = subdir
+        self.events = list(events)
+        self.max_bytes = max_bytes
+        self.mmap_pages = mmap_pages
+        self.max_seconds = max_seconds
+        self.data: Path = ctx.writer.path(f"{subdir}/.perf.data")
+        self.stderr_rel = f"{subdir}/perf-record.stderr"
+        self.child: Child | None = None
+        self.started_t = 0.0  # seconds since capture start
+        self.rc: int | None = None
+
+    def argv(self) -> list[str]:
+        window = self.ctx.remaining()
+        if self.max_seconds is not None and self.max_seconds < window:
+            seconds = max(1, math.ceil(self.max_seconds))  # a shorter window by design
+        else:
+            seconds = max(1, math.ceil(window) + 2)  # the window, plus a margin
+        return [
+            self.perf, "record", "--no-bpf-event", "-N", "-B", "-k", "CLOCK_MONOTONIC",
+            "-m", str(self.mmap_pages), "--max-size", f"{max(1, self.max_bytes // 1024)}K",
+            *self.events, "-p", str(self.ctx.target.pid), "-o", str(self.data),
+            "--", "sleep", str(seconds),
+        ]  # fmt: skip
+
+    def start(self) -> None:
+        self.started_t = self.ctx.elapsed()
+        self.child = Child(self.argv(), self.ctx.writer.path(self.stderr_rel))
+
+    def running(self) -> bool:
+        return self.child is not None and self.child.poll() is None
+
+    def stop(self) -> None:
+        """Ask perf to end now (SIGINT: it writes what it has); :meth:`wait` reaps it. Not
+        waiting here lets the other collectors stop at the same moment."""
+        child = self.child
+        if child is not None and child.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                child.proc.send_signal(signal.SIGINT)
+
+    def wait(self, timeout: float) -> None:
+        """Wait for perf to end by itself (the window is over), then stop it."""
+        child = self.child
+        if child is None:
+            return
+        rc = child.wait(timeout)
+        if rc is None:
+            rc = child.stop(grace=15)
+        self.rc = rc
+
+    def stderr(self) -> str:
+        return self.child.stderr_text() if self.child is not None else ""
+
+    def capped(self) -> bool:
+        return bool(SIZE_LIMIT.search(self.stderr()))
+
+    def size_bytes(self) -> int:
+        try:
+            return self.data.stat().st_size
+        except OSError:
+            return 0
+
+    @property
+    def script_stderr_rel(self) -> str:
+        return f"{self.subdir}/perf-script.stderr"
+
+    def script(self, fields: str, extra: Sequence[str], timeout: float = 180.0) -> Iterator[str]:
+        """The recording as ``perf script`` lines (see :func:`perf_script`)."""
+        return perf_script(
+            self.ctx, self.perf, self.data, fields, extra, self.script_stderr_rel, timeout
+        )
+
+    def script_warnings(self) -> tuple[int, str]:
+        """(events lost, perf script's last error) once the script has run."""
+        try:
+            text = (self.ctx.writer.root / self.script_stderr_rel).read_text("utf-8", "replace")
+        except OSError:
+            return 0, ""
+        return script_warnings(text)
+
+    def cleanup(self) -> None:
+        with contextlib.suppress(OSError):
+            self.data.unlink()
+        with contextlib.suppress(OSError):
+            self.data.with_name(self.data.name + ".old").unlink()
+
+
+class PerfCollectorBase(Collector):
+    """A collector that needs one perf feature (``feature``, see the probe) and runs one
+    perf process (``child``, or a :class:`PerfRecord` in ``rec``)."""
+
+    feature = ""
+
+    def __init__(self) -> None:
+        self.caps: PerfCapabilities | None = None
+        self.child: Child | None = None
+        self.rec: PerfRecord | None = None
+
+    def probe(self, ctx: CaptureContext) -> str | None:
+        self.caps = capabilities_for(ctx.t0)
+        return unavailable_reason(self.caps, self.feature)
+
+    @property
+    def perf(self) -> str:
+        assert self.caps is not None and self.caps.perf is not None
+        return self.caps.perf
+
+    def progress(self) -> str:
+        running = self.rec.running() if self.rec else (self.child and self.child.poll() is None)
+        return f"{self.name} {'recording' if running else 'done'}"
+
+    def stop(self) -> None:
+        """SIGINT to perf without waiting; ``finish`` waits (SIGKILL after a grace period)."""
+        if self.rec is not None:
+            self.rec.stop()
+        child = self.child
+        if child is not None and child.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                child.proc.send_signal(signal.SIGINT)
+
+    def conclude(
+        self,
+        ctx: CaptureContext,
+        problems: list[str],
+        files: list[str],
+        details: dict[str, Any],
+        lost: int = 0,
+    ) -> CollectorRecord:
+        """ok, or partial with every reason (dropped events, the target's exit, ...)."""
+        if lost:
+            problems.append(f"the kernel dropped {lost} events (ring buffer full)")
+        if ctx.target_exited.is_set():
+            problems.append("the target exited during the capture")
+        status = CollectorStatus.PARTIAL if problems else CollectorStatus.OK
+        return self.record(status, "; ".join(problems), files, **details)
+
+
+def perf_script(
+    ctx: CaptureContext,
+    perf: str,
+    data: Path,
+    fields: str,
+    extra: Sequence[str],
+    stderr_rel: str,
+    timeout: float,
+) -> Iterator[str]:
+    """Lines of ``perf script`` over ``data``, streamed (memory stays flat). Stopped after
+    ``timeout`` seconds: the lines read so far are still used."""
+    argv = [perf, "script", "-i", str(data), "-F", fields, "--ns", "--no-inline", *extra]
+    child = Child(argv, ctx.writer.path(stderr_rel), stdout_pipe=True)
+    timer = threading.Timer(timeout, child.stop)
+    timer.daemon = True
+    timer.start()
+    stdout = child.proc.stdout
+    assert stdout is not None
+    try:
+        for raw in stdout:
+            yield raw.decode("utf-8", "replace")
+    finally:
+        timer.cancel()
+        child.stop(grace=5)
+        stdout.close()
+
+
+def record_failure(stderr: str) -> str:
+    """Why ``perf record`` failed, with the fix, from its stderr ("" when it said nothing)."""
+    if not stderr.strip():
+        return ""
+    reason, fix = explain(stderr, "perf record")
+    return f"{reason}; fix: {fix}"
+
+
+def script_warnings(text: str) -> tuple[int, str]:
+    """(events perf says were lost, the last error line) from perf script's stderr."""
+    lost = sum(int(n) for n in LOST_CHUNKS.findall(text))
+    errors = [
+        ln.strip()
+        for ln in text.splitlines()
+        if ln.strip() and ("error" in ln.lower() or "failed" in ln.lower())
+    ]
+    return lost, (errors[-1][:200] if errors else "")

@@ -1,0 +1,184 @@
+"""The ``perf_sched`` collector: context switches, run-queue delay, off-CPU and futex stacks.
+
+One ``perf record -p PID`` of:
+
+- ``--switch-events``: the exact moment each thread of the target leaves and gets back a
+  CPU (and which), with the kernel's own "preempted" flag;
+- ``sched:sched_switch`` with frame-pointer call chains: the state a thread left in
+  (R = preempted, S = sleeping, D = disk) and where it blocked;
+- ``sched:sched_wakeup``: who woke whom. Measured here: in a per-process recording a
+  wakeup is seen only when the waker is a thread of the target (a timer interrupt or
+  another process waking it is not recorded), so wakeup-to-run delay is known for those
+  wakeups and for every preemption, and stays unknown (never estimated) for the rest;
+- ``syscalls:sys_enter_futex`` / ``sys_exit_futex`` (where the kernel has them): every
+  futex wait with its address, duration and releaser.
+
+Defaults, from measurement on this 2-core VM (see :mod:`diagnose.collect.perf`):
+frame pointers, because DWARF call chains on sched_switch wrote ~50 MB/s (the platform
+notes saw 19 MB/s) and here unwound no further than libc's futex wrapper, while frame
+pointers wrote 0.3-4.6 MB/s (4.6 for six threads on one lock, ~6,000 switches/s): the
+Python frames come from py-spy, joined at the same time in the analysis. The recording is
+bounded by a file cap (``--max-size``: 256 MB or a quarter of the bundle budget, reported
+when hit), a 2 MiB ring buffer per CPU, 64 MiB for all CPUs at most (dropped events are counted) and
+:data:`MAX_SECONDS` of the capture window. perf checks the cap when it writes, so the file
+can exceed it by up to its ring buffers; only a recording that perf itself stopped at the
+cap ("perf size limit reached") misses events, and only that is reported as cut.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable
+from typing import Any
+
+from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
+from diagnose.collect.base import CaptureContext
+from diagnose.collect.perf.record import PerfCollectorBase, PerfRecord, record_failure, ring_pages
+from diagnose.formats.perf_sched import FutexWait, OffCpu, SchedSummary, convert, futex_cmd
+from diagnose.formats.perf_script import parse_script
+from diagnose.formats.stacks import StackTable, format_folded
+
+MAX_BYTES = 256 * 1024 * 1024
+MAX_SECONDS = 60.0
+RING_BYTES = (
+    2 * 2**20
+)  # per CPU (64 MiB in all at most): 1 MiB dropped events on a loaded 2-core host
+SCRIPT_TIMEOUT = 180.0
+
+OFFCPU_COLUMNS = ["t", "tid", "cpu", "state", "dur", "cpu_in", "runq", "waker", "stack_id"]
+FUTEX_COLUMNS = ["t", "tid", "uaddr", "op", "dur", "ret", "blocked", "waker", "wake_t", "stack_id"]
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**20:.0f} MB" if n >= 2**20 else f"{n / 1024:.0f} KB"
+
+
+def _r(x: float | None, nd: int = 6) -> Any:
+    return "" if x is None else round(x, nd)
+
+
+class PerfSchedCollector(PerfCollectorBase):
+    name = "perf_sched"
+    description = (
+        "context switches, run-queue delay, off-CPU and futex-wait stacks (perf tracepoints)"
+    )
+    feature = "sched_tracepoints"
+    futex = False
+
+    def start(self, ctx: CaptureContext) -> None:
+        caps = self.caps
+        assert caps is not None
+        events = [
+            "--switch-events",
+            "-e", "sched:sched_switch/call-graph=fp/",
+            "-e", "sched:sched_wakeup",
+        ]  # fmt: skip
+        self.futex = caps.has("futex_tracepoints")
+        if self.futex:
+            events += ["-e", "syscalls:sys_enter_futex", "-e", "syscalls:sys_exit_futex"]
+        max_bytes = min(MAX_BYTES, max(16 * 2**20, ctx.options.max_bundle_bytes // 4))
+        self.rec = PerfRecord(
+            ctx,
+            self.perf,
+            "sched",
+            events,
+            max_bytes,
+            ring_pages(RING_BYTES),
+            max_seconds=MAX_SECONDS,
+        )
+        self.rec.start()
+
+    def finish(self, ctx: CaptureContext, timeout: float) -> CollectorRecord:
+        rec = self.rec
+        caps = self.caps
+        assert rec is not None and caps is not None
+        rec.wait(timeout)
+        details: dict[str, Any] = {
+            "events": ["switch-events", "sched:sched_switch (fp call chains)", "sched:sched_wakeup"]
+            + (["syscalls:sys_enter_futex", "syscalls:sys_exit_futex"] if self.futex else []),
+            "futex": self.futex,
+            "max_bytes": rec.max_bytes,
+            "max_seconds": MAX_SECONDS,
+            "recorded_bytes": rec.size_bytes(),
+        }
+        files = [rec.stderr_rel]
+        summary = SchedSummary()
+        try:
+            if rec.size_bytes() == 0:
+                reason = record_failure(rec.stderr())
+                return self.record(CollectorStatus.FAILED, reason, files, **details)
+            files.append(rec.script_stderr_rel)
+            fields = "tid,cpu,time,event,ip,sym,dso,trace"
+            extra = ["--show-switch-events", "--show-lost-events"]
+            counts = write_tables(ctx, rec.script(fields, extra, SCRIPT_TIMEOUT), summary)
+        finally:
+            rec.cleanup()
+        chunks, error = rec.script_warnings()
+        lost = summary.lost or chunks  # LOST records count events; else perf's chunk count
+        first = None if summary.first_t is None else round(summary.first_t - ctx.t0, 3)
+        last = None if summary.last_t is None else round(summary.last_t - ctx.t0, 3)
+        details.update(
+            counts,
+            lost_events=lost,
+            first_s=first,
+            last_s=last,
+            threads=len(summary.threads),
+            switch_ins=summary.switch_ins,
+            sleeps_resumed=summary.sleeps_resumed,
+            wakeups_seen=summary.wakeups_seen,
+        )
+        if summary.events == 0:
+            reason = error or record_failure(rec.stderr()) or "perf recorded no scheduler events"
+            return self.record(CollectorStatus.FAILED, reason, files, **details)
+        files += ["sched/offcpu.csv", "sched/futex.csv", "sched/stacks.csv", "sched/offcpu.folded"]
+        problems = []
+        if rec.capped():
+            details["cut_at_s"] = last
+            problems.append(
+                f"the recording reached its {_size(rec.max_bytes)} cap (--max-size) at "
+                f"{last} s: events after that are missing"
+            )
+        window = ctx.elapsed()
+        if window > MAX_SECONDS + 1:
+            problems.append(f"recorded the first {MAX_SECONDS:.0f} s of the {window:.0f} s window")
+        if not self.futex:
+            problems.append(f"no futex tracepoints: {caps.reason('futex_tracepoints')}")
+        return self.conclude(ctx, problems, files, details, lost)
+
+
+def write_tables(
+    ctx: CaptureContext, lines: Iterable[str], summary: SchedSummary
+) -> dict[str, int]:
+    """Stream the converted rows into sched/*.csv; return row counts."""
+    w = ctx.writer
+    t0 = ctx.t0
+    table = StackTable()
+    folded: dict[tuple[str, ...], float] = {}
+    n_off = n_futex = 0
+    with w.open_text("sched/offcpu.csv") as f_off, w.open_text("sched/futex.csv") as f_fx:
+        off = csv.writer(f_off)
+        fx = csv.writer(f_fx)
+        off.writerow(OFFCPU_COLUMNS)
+        fx.writerow(FUTEX_COLUMNS)
+        for row in convert(parse_script(lines), summary):
+            stack = tuple(reversed(row.stack))
+            sid = table.intern(stack) if stack else -1
+            if isinstance(row, OffCpu):
+                n_off += 1
+                off.writerow([_r(row.t - t0), row.tid, _r(row.cpu), row.state, _r(row.dur),
+                              _r(row.cpu_in), _r(row.runq), _r(row.waker), sid])  # fmt: skip
+                if row.dur and row.state[:1] != "R":
+                    key = (f"thread ({row.tid})", f"off-CPU ({row.state})", *stack)
+                    folded[key] = folded.get(key, 0.0) + row.dur * 1000
+            elif isinstance(row, FutexWait):
+                n_futex += 1
+                fx.writerow([_r(row.t - t0), row.tid, hex(row.uaddr), futex_cmd(row.op),
+                             _r(row.dur), _r(row.ret), int(row.blocked), _r(row.waker),
+                             _r(None if row.wake_t is None else row.wake_t - t0), sid])  # fmt: skip
+    with w.open_text("sched/stacks.csv") as fh:
+        cw = csv.writer(fh)
+        cw.writerow(["stack_id", "frames"])
+        for i, stack in enumerate(table.stacks):
+            cw.writerow([i, ";".join(stack)])
+    w.write_text("sched/offcpu.folded", format_folded(folded.items()))
+    return {"offcpu_rows": n_off, "futex_rows": n_futex, "stacks": len(table.stacks)}

@@ -1,0 +1,194 @@
+"""``perf script`` text output -> events with their stacks.
+
+diagnose runs ``perf script -F tid,cpu,time,event,ip,sym,dso,trace --ns --no-inline
+--show-switch-events --show-lost-events`` (fewer fields for plain samples). Its output is
+one header line per event::
+
+    11857 [000]  1594.391583036:       sched:sched_switch: prev_comm=python prev_pid=11857 ...
+    \tffffffff821facd8 __schedule ([kernel.kallsyms])
+    \t           87ebf pthread_cond_signal@@GLIBC_2.3.2 (/usr/lib/x86_64-linux-gnu/libc.so.6)
+
+followed, when the event has a call chain, by one line per frame (leaf first) and a blank
+line. Context-switch records read ``PERF_RECORD_SWITCH IN`` / ``OUT`` / ``OUT preempt``.
+The thread name (``comm``) is never requested: it is set by the target and could contain
+anything, so the header holds only numbers before the event name. Symbol names do come from
+the target's binaries; frames are made safe for the folded format and kept as text.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from diagnose.formats.stacks import clean_frame
+
+SWITCH_IN = "switch-in"
+SWITCH_OUT = "switch-out"
+LOST = "lost"
+
+_HEADER = re.compile(
+    r"^\s*(?P<tid>-?\d+)\s+(?:\[(?P<cpu>\d+)\]\s+)?(?P<time>\d+\.\d+):\s+(?P<rest>.*)$"
+)
+_EVENT = re.compile(r"^(?P<event>[A-Za-z_][\w.-]*(?::[\w.-]+)?):(?:\s+(?P<fields>.*))?$")
+_SWITCH = re.compile(r"^PERF_RECORD_SWITCH(?:_CPU_WIDE)?\s+(?P<dir>IN|OUT)(?P<rest>.*)$")
+_LOST = re.compile(r"^PERF_RECORD_LOST(?:_SAMPLES)?\b.*?(?P<n>\d+)\s*$")
+_FRAME = re.compile(r"^\t\s*(?P<ip>[0-9a-fA-F]+)\s(?P<rest>.*)$")
+_MAX_FRAME = 400  # characters of one frame label kept (C++ templates can be huge)
+
+
+@dataclass(frozen=True)
+class PerfEvent:
+    """One record of ``perf script``. ``t`` is perf's clock (seconds); ``stack`` is leaf
+    first, as perf prints it, each frame ``symbol (library)``."""
+
+    tid: int
+    cpu: int | None
+    t: float
+    event: str  # tracepoint or event name, or SWITCH_IN / SWITCH_OUT / LOST
+    fields: str = ""  # the tracepoint's formatted fields; "preempt" for a preempted switch-out
+    stack: tuple[str, ...] = ()
+    lost: int = 0  # LOST records: how many events the kernel dropped
+
+
+def frame_label(sym: str, dso: str) -> str | None:
+    """perf's ``sym`` and ``dso`` -> ``symbol (library)``, or None for an unknown frame."""
+    sym = sym.strip()
+    dso = dso.strip()
+    lib = os.path.basename(dso) if dso and not dso.startswith("[") else dso
+    if (not sym or sym == "[unknown]") and (not lib or lib == "[unknown]"):
+        return None
+    if not sym:
+        sym = "[unknown]"
+    label = f"{sym} ({lib or '[unknown]'})"
+    if len(label) > _MAX_FRAME:
+        label = f"{sym[: _MAX_FRAME - len(lib) - 6]}... ({lib})"
+    # no parentheses inside the library part, no separators of the folded format
+    return clean_frame(label)
+
+
+def _parse_frame(line: str) -> str | None:
+    m = _FRAME.match(line)
+    if not m:
+        return None
+    rest = m.group("rest")
+    sym, sep, dso = rest.rpartition(" (")
+    if not sep or not dso.endswith(")"):
+        return frame_label(rest, "")
+    return frame_label(sym, dso[:-1])
+
+
+def _header(line: str) -> PerfEvent | None:
+    m = _HEADER.match(line)
+    if not m:
+        return None
+    tid = int(m.group("tid"))
+    cpu = int(m.group("cpu")) if m.group("cpu") is not None else None
+    t = float(m.group("time"))
+    rest = m.group("rest").rstrip()
+    sw = _SWITCH.match(rest)
+    if sw:
+        if sw.group("dir") == "IN":
+            return PerfEvent(tid, cpu, t, SWITCH_IN)
+        preempt = "preempt" in sw.group("rest")
+        return PerfEvent(tid, cpu, t, SWITCH_OUT, "preempt" if preempt else "")
+    lost = _LOST.match(rest)
+    if lost:
+        return PerfEvent(tid, cpu, t, LOST, lost=int(lost.group("n")))
+    ev = _EVENT.match(rest)
+    if not ev:
+        return None
+    return PerfEvent(tid, cpu, t, ev.group("event"), ev.group("fields") or "")
+
+
+def parse_script(lines: Iterable[str]) -> Iterator[PerfEvent]:
+    """Events of ``perf script`` output, in its order. Lines that fit no known shape
+    (warnings, a line cut off at the end of a killed run) are skipped."""
+    current: PerfEvent | None = None
+    frames: list[str] = []
+
+    def done() -> PerfEvent | None:
+        if current is None:
+            return None
+        if frames:
+            return PerfEvent(
+                current.tid,
+                current.cpu,
+                current.t,
+                current.event,
+                current.fields,
+                tuple(frames),
+                current.lost,
+            )
+        return current
+
+    for raw in lines:
+        line = raw.rstrip("\n")
+        if line.startswith("\t"):
+            if current is not None:
+                f = _parse_frame(line)
+                if f is not None:
+                    frames.append(f)
+            continue
+        if not line.strip():
+            ev = done()
+            if ev is not None:
+                yield ev
+            current, frames = None, []
+            continue
+        ev = done()
+        if ev is not None:
+            yield ev
+        current, frames = _header(line), []
+    ev = done()
+    if ev is not None:
+        yield ev
+
+
+# --- tracepoint fields -------------------------------------------------------------------
+
+# prev_comm is the target's thread name (at most 15 characters, so it cannot hold the whole
+# pattern below); next_comm can be anyone's: match from prev_pid on, then check the tid.
+_SWITCH_FIELDS = re.compile(
+    r"prev_pid=(?P<pid>\d+) prev_prio=-?\d+ prev_state=(?P<state>[A-Za-z+|]+) ==> next_comm="
+)
+_WAKEUP_FIELDS = re.compile(r"pid=(?P<pid>\d+) prio=-?\d+ (?:success=\d+ )?target_cpu=(?P<cpu>\d+)")
+_FUTEX_ENTER = re.compile(
+    r"^uaddr: (?P<uaddr>0x[0-9a-fA-F]+), op: (?P<op>0x[0-9a-fA-F]+), val: (?P<val>0x[0-9a-fA-F]+)"
+)
+_FUTEX_EXIT = re.compile(r"^(?P<ret>0x[0-9a-fA-F]+|-?\d+)")
+
+
+def switch_state(ev: PerfEvent) -> str | None:
+    """``sched:sched_switch`` -> the state the thread left in (R = preempted, S, D, ...)."""
+    m = _SWITCH_FIELDS.search(ev.fields)
+    if not m or int(m.group("pid")) != ev.tid:
+        return None
+    return m.group("state")
+
+
+def wakeup_target(ev: PerfEvent) -> int | None:
+    """``sched:sched_wakeup`` -> the tid that was woken (the event's tid is the waker)."""
+    found = _WAKEUP_FIELDS.findall(ev.fields)
+    if not found:
+        return None
+    return int(found[-1][0])  # the last match: comm= comes first and is untrusted
+
+
+def futex_enter(ev: PerfEvent) -> tuple[int, int, int] | None:
+    """``syscalls:sys_enter_futex`` -> (uaddr, op, val)."""
+    m = _FUTEX_ENTER.match(ev.fields)
+    if not m:
+        return None
+    return int(m.group("uaddr"), 16), int(m.group("op"), 16), int(m.group("val"), 16)
+
+
+def futex_exit(ev: PerfEvent) -> int | None:
+    """``syscalls:sys_exit_futex`` -> the return value (negative errno on failure)."""
+    m = _FUTEX_EXIT.match(ev.fields)
+    if not m:
+        return None
+    raw = m.group("ret")
+    v = int(raw, 16) if raw.startswith("0x") else int(raw)
+    return v - (1 << 64) if v >= 1 << 63 else v
