@@ -45,6 +45,7 @@ class SampleProcess:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env={**os.environ, **(env or {})},
+            start_new_session=True,  # as a real service: not in diagnose's CPU share (autogroup)
         )
 
     @property
