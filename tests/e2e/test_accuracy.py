@@ -1,0 +1,213 @@
+"""The accuracy test: attach diagnose to each sample service and assert its verdict.
+
+Each sample (samples/README.md) has one known bottleneck. diagnose captures it for a few
+seconds with every collector this host supports, sharing the host's cores with it, and
+must name that bottleneck with evidence and fixes.
+
+On a shared machine other processes can take most of the cores during a capture; the
+analysis then rightly reports them (scheduling, cpu_contention) and the sample's own story
+is not the one the host shows (the kernel shares CPU between sessions: with three other
+busy sessions a sample gets half a core of two, and its threads rightly wait longer than
+they run). So an attempt whose verdict is wrong is retried (three times at most, after a
+pause) only when the bundle itself measured other processes, neither the target nor
+diagnose, holding a quarter of the cores or more; otherwise it fails at once, and a
+failure lists every attempt's measurements.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from diagnose.bundle import Bundle
+from diagnose.collect.base import CaptureOptions
+from diagnose.collect.registry import COLLECTORS
+from diagnose.collect.session import capture
+from diagnose.report import diagnose
+from tests.conftest import run_sample
+
+CAPTURE_S = 4.0
+ATTEMPTS = 4
+PAUSE_S = 3.0  # between attempts on a busy host
+BUSY_HOST = 0.25  # host_foreign_cpu_share at which a wrong verdict is blamed on the host
+NEEDS_PERF = "needs the perf collector (native stacks)"
+SHOWN = ("busy_threads_mean", "busy_share_running", "busy_share_runnable", "busy_share_lock",
+         "busy_share_gil", "busy_share_io", "runq_to_oncpu_ratio", "cpu_bound_threads",
+         "host_foreign_cpu_share", "tool_cpu_share", "oncpu_source", "oncpu_samples")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Case:
+    sample: str
+    primary: str
+    kind: str | None
+    warmup: float = 1.5  # seconds before attaching: imports, model set-up, first requests
+    needs_perf: bool = False
+    collectors: tuple[str, ...] | None = None  # None: every collector this host supports
+
+
+CASES = [
+    Case("preprocess_tokenize", "preprocess", "serial"),
+    Case("lock_contention", "lock", "mutex"),
+    Case("gil_contention", "lock", "gil"),
+    Case("oversubscription", "scheduling", "oversubscription", warmup=3.0),
+    Case("io_wait", "io", "dependency"),
+    Case("idle_service", "idle", None),
+    Case("compute_gemm", "compute", "kernels", needs_perf=True),
+    Case("memory_copies", "memory_bandwidth", "memory_kernels", needs_perf=True),
+]
+
+
+def attempt(case: Case, out: Path) -> dict[str, Any]:
+    """Start the sample, capture it, return the report dict (the report.json contract)."""
+    with run_sample(case.sample, seconds=CAPTURE_S + case.warmup + 30, warmup=case.warmup) as s:
+        capture(
+            s.pid,
+            out,
+            CaptureOptions(duration=CAPTURE_S, collectors=case.collectors),
+            follow_children=False,
+        )
+    bundle = Bundle.open(out)
+    if case.needs_perf and not bundle.usable("perf"):
+        rec = bundle.collector("perf")
+        pytest.skip(f"{NEEDS_PERF}: perf {rec.status.value}: {rec.reason}")
+    return diagnose(out).report
+
+
+def describe(report: dict[str, Any]) -> str:
+    v = report["verdict"]
+    m = report["metrics"]
+    found = ", ".join(f"{f['id']} {f['score']}" for f in report["findings"]) or "none"
+    shown = ", ".join(f"{k}={m.get(k)}" for k in SHOWN)
+    collectors = ", ".join(
+        f"{n} {c['status']}" + (f" ({c['reason']})" if c["reason"] else "")
+        for n, c in report["collectors"].items()
+    )
+    return (
+        f"{v['primary']}/{v['kind']} ({v['confidence']}); findings: {found}; {shown}; "
+        f"collectors: {collectors}"
+    )
+
+
+def judged(case: Case, tmp_path: Path) -> dict[str, Any]:
+    """The report of the first attempt that got the expected verdict; fail otherwise."""
+    seen = []
+    for i in range(ATTEMPTS):
+        report = attempt(case, tmp_path / f"bundle-{i}")
+        v = report["verdict"]
+        if (v["primary"], v["kind"]) == (case.primary, case.kind):
+            return report
+        seen.append(describe(report))
+        busy_host = (report["metrics"].get("host_foreign_cpu_share") or 0) >= BUSY_HOST
+        if not busy_host:
+            break
+        time.sleep(PAUSE_S)
+    pytest.fail(f"{case.sample}: expected {case.primary}/{case.kind}, got:\n  " + "\n  ".join(seen))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.sample for c in CASES])
+def test_sample_gets_its_verdict(case: Case, tmp_path: Path) -> None:
+    if case.needs_perf and "perf" not in COLLECTORS:
+        pytest.skip(f"{NEEDS_PERF}: this diagnose has no perf collector")
+    report = judged(case, tmp_path)
+    v = report["verdict"]
+    assert 0 < v["confidence"] <= 1
+    assert v["ranking"][0]["category"] == case.primary
+    if case.primary == "idle":
+        assert [f["category"] for f in report["findings"] if not f["advisory"]] == ["idle"]
+        return
+    top = report["findings"][0]
+    assert top["category"] == case.primary and top["kind"] == case.kind
+    assert top["fixes"], "a verdict comes with fixes"
+    measured = [e for e in top["evidence"] if e["value"] is not None]
+    assert len(measured) >= 3, top["evidence"]
+
+
+def test_lock_verdict_points_at_the_lock_and_its_holder(tmp_path: Path) -> None:
+    report = judged(CASES[1], tmp_path)
+    m = report["metrics"]
+    assert m["lock_top_waiters"] >= 4  # 8 request threads queue on MODEL_LOCK
+    assert "lock_contention.py" in m["lock_top_site"]
+    assert m["lock_top_holder_site"].startswith("predict (")
+    assert m["lock_top_address"].startswith("0x")
+
+
+def test_oversubscription_fix_has_the_numbers(tmp_path: Path) -> None:
+    report = judged(CASES[3], tmp_path)
+    m = report["metrics"]
+    assert m["app_threads_busy"] == 4
+    assert m["intra_op_threads_per_app"] == pytest.approx(4, abs=0.5)  # 3 pool threads + caller
+    assert m["cpu_bound_threads"] > m["cores_available"]
+    cores = m["cores_available"]
+    expected = max(1, int(cores // 4))
+    fix = report["findings"][0]["fixes"][0]
+    assert fix.startswith(
+        f"Set intra_op_num_threads to {expected}: {cores:g} cores available, "
+        "4 application threads, 4 intra-op threads each"
+    ), fix
+
+
+def test_compute_without_native_stacks_is_the_model_and_names_perf(tmp_path: Path) -> None:
+    # GIVEN the compute sample captured without perf (as on a host that has none)
+    no_perf = ("system", "proc", "pyspy", "gil")
+    report = judged(Case("compute_gemm", "compute", "model", collectors=no_perf), tmp_path)
+    # THEN the time is inside the model, the kernel shares are not measured (null, not 0),
+    # and the confidence is lowered with a note that names what could not be ruled out
+    m = report["metrics"]
+    v = report["verdict"]
+    assert m["oncpu_share_model"] >= 0.5
+    assert m["oncpu_share_compute"] is None and m["oncpu_share_memory"] is None
+    assert "perf" in report["unmeasured"]["oncpu_share_memory"]
+    assert v["confidence"] < report["findings"][0]["score"]
+    assert any("could not rule out memory_bandwidth" in n for n in v["confidence_notes"])
+
+
+def test_json_contract_attach_then_report_from_the_bundle_alone(tmp_path: Path) -> None:
+    """`diagnose attach PID --duration S --out DIR` leaves DIR/report.json; `diagnose
+    report DIR` recomputes it from the bundle alone (here with a team rule that overrides
+    a built-in one, after the target has exited)."""
+    out = tmp_path / "bundle"
+    with run_sample("lock_contention", seconds=40) as s:
+        res = subprocess.run(
+            [sys.executable, "-m", "diagnose", "attach", str(s.pid), "--duration", "3",
+             "--out", str(out), "--format", "json,md"],
+            capture_output=True, text=True, check=False, timeout=120,
+        )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    rep = json.loads((out / "report.json").read_text())
+    assert rep["schema"] == "diagnose.report/1"
+    v = rep["verdict"]
+    assert v["primary"] in ("preprocess", "lock", "scheduling", "compute",
+                            "memory_bandwidth", "io", "idle", "unknown")  # fmt: skip
+    assert v["kind"] is None or isinstance(v["kind"], str)
+    assert 0 <= v["confidence"] <= 1
+    assert isinstance(v["ranking"], list) and all("category" in r for r in v["ranking"])
+    assert isinstance(rep["findings"], list) and isinstance(rep["metrics"], dict)
+    assert set(rep["metrics"]) >= {"busy_threads_mean", "lock_top_waiters", "cores_available"}
+    # WHEN a team overrides lock.contended and the report is recomputed from the bundle
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "lock.toml").write_text(
+        '[[rule]]\nid = "lock.contended"\ncategory = "lock"\nkind = "team_mutex"\n'
+        'title = "Team lock rule"\nwhen = "lock_top_waiters >= 2"\nscore = "0.99"\n'
+        'summary = "{lock_top_waiters} waiters"\n',
+        encoding="utf-8",
+    )
+    res = subprocess.run(
+        [sys.executable, "-m", "diagnose", "report", str(out), "--rules", str(team),
+         "--format", "json", "-q"],
+        capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    again = json.loads((out / "report.json").read_text())
+    # THEN the same measurements, judged by the new rule
+    assert again["metrics"]["lock_top_waiters"] == rep["metrics"]["lock_top_waiters"]
+    assert (again["verdict"]["primary"], again["verdict"]["kind"]) == ("lock", "team_mutex")
+    assert again["findings"][0]["title"] == "Team lock rule"
