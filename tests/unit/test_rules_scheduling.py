@@ -121,3 +121,12 @@ def test_migrations_and_growing_memory_are_advisories():
     assert {"scheduling.migration", "scheduling.unbounded_queue"} <= fired(m)
     assert verdict(m).primary == "unknown"
     assert "scheduling.migration" not in fired(healthy(migrations_per_busy_thread_s=15.0))
+
+
+def test_kernel_time_is_an_advisory_for_busy_processes_only():
+    m = healthy(process_sys_share=0.3, ctx_switches_voluntary_per_s=9000.0)
+    assert when("scheduling.kernel_time", m) is True
+    assert verdict(m).primary == "unknown"
+    assert when("scheduling.kernel_time", healthy(process_sys_share=0.05)) is False
+    # a process using almost no CPU: its sys share says nothing
+    assert when("scheduling.kernel_time", {**m, "process_cpu_cores": 0.02}) is False
