@@ -20,6 +20,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,11 +113,24 @@ def judged(case: Case, tmp_path: Path) -> dict[str, Any]:
     pytest.fail(f"{case.sample}: expected {case.primary}/{case.kind}, got:\n  " + "\n  ".join(seen))
 
 
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Case], dict[str, Any]]:
+    """judged(), once per case for the whole module: the detail tests reuse the capture."""
+    cache: dict[Case, dict[str, Any]] = {}
+
+    def get(case: Case) -> dict[str, Any]:
+        if case not in cache:
+            cache[case] = judged(case, tmp_path_factory.mktemp(case.sample))
+        return cache[case]
+
+    return get
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.sample for c in CASES])
-def test_sample_gets_its_verdict(case: Case, tmp_path: Path) -> None:
+def test_sample_gets_its_verdict(case: Case, verdicts: Callable[[Case], dict[str, Any]]) -> None:
     if case.needs_perf and "perf" not in COLLECTORS:
         pytest.skip(f"{NEEDS_PERF}: this diagnose has no perf collector")
-    report = judged(case, tmp_path)
+    report = verdicts(case)
     v = report["verdict"]
     assert 0 < v["confidence"] <= 1
     assert v["ranking"][0]["category"] == case.primary
@@ -130,8 +144,8 @@ def test_sample_gets_its_verdict(case: Case, tmp_path: Path) -> None:
     assert len(measured) >= 3, top["evidence"]
 
 
-def test_lock_verdict_points_at_the_lock_and_its_holder(tmp_path: Path) -> None:
-    report = judged(CASES[1], tmp_path)
+def test_lock_verdict_points_at_the_lock_and_its_holder(verdicts) -> None:
+    report = verdicts(CASES[1])
     m = report["metrics"]
     assert m["lock_top_waiters"] >= 4  # 8 request threads queue on MODEL_LOCK
     assert "lock_contention.py" in m["lock_top_site"]
@@ -139,8 +153,8 @@ def test_lock_verdict_points_at_the_lock_and_its_holder(tmp_path: Path) -> None:
     assert m["lock_top_address"].startswith("0x")
 
 
-def test_oversubscription_fix_has_the_numbers(tmp_path: Path) -> None:
-    report = judged(CASES[3], tmp_path)
+def test_oversubscription_fix_has_the_numbers(verdicts) -> None:
+    report = verdicts(CASES[3])
     m = report["metrics"]
     assert m["app_threads_busy"] == 4
     assert m["intra_op_threads_per_app"] == pytest.approx(4, abs=0.5)  # 3 pool threads + caller
