@@ -183,6 +183,20 @@ def test_compute_without_native_stacks_is_the_model_and_names_perf(tmp_path: Pat
     assert any("could not rule out memory_bandwidth" in n for n in v["confidence_notes"])
 
 
+def test_memory_copies_without_native_stacks_get_no_invented_verdict(tmp_path: Path) -> None:
+    # GIVEN the memory-bound sample captured without perf: its time is in NumPy calls that
+    # no Python frame names as the model or as preprocessing
+    no_perf = ("system", "proc", "pyspy", "gil")
+    report = judged(Case("memory_copies", "unknown", None, collectors=no_perf), tmp_path)
+    # THEN no bottleneck is named, and the report says which rules lacked which data
+    v = report["verdict"]
+    assert v["confidence"] == 0
+    assert "could not be evaluated for lack of data" in v["headline"]
+    lacking = {n["id"]: n for n in report["not_evaluated"]}
+    assert "memory_bandwidth.memory_bound_kernels" in lacking
+    assert any("perf" in r for r in lacking["memory_bandwidth.memory_bound_kernels"]["reasons"])
+
+
 def test_json_contract_attach_then_report_from_the_bundle_alone(tmp_path: Path) -> None:
     """`diagnose attach PID --duration S --out DIR` leaves DIR/report.json; `diagnose
     report DIR` recomputes it from the bundle alone (here with a team rule that overrides
