@@ -46,7 +46,7 @@ metric(
     "cpu_bound_threads",
     "threads",
     "proc",
-    "Threads that wanted a CPU (running or runnable) at least 80% of the time they were seen: threads that never block. More of them than cores oversubscribes the cores whatever else runs on the host.",
+    "Threads that wanted a CPU (running or runnable) at least 80% of the time they were seen (and were seen for a quarter of the window or more): threads that never block. More of them than cores oversubscribes the cores whatever else runs on the host.",
 )
 metric(
     "app_threads_busy",
@@ -629,7 +629,8 @@ def _thread_metrics(
     busy_threads = per[busy_frac >= 0.2]
     m["threads_busy"] = len(busy_threads)
     wants_cpu = ((per["running"] + per["runnable"]) / per["total"].replace(0, np.nan)).fillna(0)
-    m["cpu_bound_threads"] = int((wants_cpu >= 0.8).sum())
+    present = per["total"] >= 0.25 * window  # not a thread that lived for a moment
+    m["cpu_bound_threads"] = int(((wants_cpu >= 0.8) & present).sum())
     if data.py_intervals is not None:
         m["threads_python"] = int(per["python"].sum())
         m["threads_native"] = int((~per["python"]).sum())
@@ -933,11 +934,11 @@ def _py_oncpu_samples(data: BundleData) -> list[tuple[int, Stack, float]]:
             th["stime"], errors="coerce"
         )
     ticks = pd.DataFrame({"t": th["t"], "tid": th["tid"], "cum": cum}).dropna()
-    ticks = ticks.sort_values(["tid", "t"])
+    by_tid = dict(tuple(ticks.sort_values(["tid", "t"]).groupby("tid", sort=False)))
     parts = []
     for tid, grp in iv.groupby("tid", sort=False):
-        ref = ticks[ticks["tid"] == tid]
-        if len(ref) < 2:
+        ref = by_tid.get(tid)
+        if ref is None or len(ref) < 2:
             continue
         t = ref["t"].to_numpy()
         c = np.maximum.accumulate(ref["cum"].to_numpy())
