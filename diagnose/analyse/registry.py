@@ -68,7 +68,10 @@ CONCEPTS = """## Concepts
 **Thread time.** Between two ticks of the /proc sampler (20 Hz by default), each thread's
 wall time is split with the kernel's own counters from `/proc/PID/task/TID/schedstat`:
 *running* (on a CPU), *runnable* (on a run queue, waiting for a core), and the rest, which
-the thread spent blocked. Blocked time takes the wait class observed at the tick:
+the thread spent blocked. (The kernel adds a run-queue wait to its counter only when the
+thread next runs, so each thread keeps its counters' exact totals over the window and its
+blocked time is spread over the intervals where the counters left a gap.) Blocked time
+takes the wait class observed at the tick:
 
 | state | observed as |
 |---|---|
@@ -83,9 +86,18 @@ progress. Shares named `busy_share_*` are fractions of it, so a hundred idle thr
 dilute what the busy ones suffer.
 
 **On-CPU categories.** Each on-CPU sample (perf's native stacks joined with py-spy's Python
-stack of the same thread at the same moment; py-spy's stack at /proc ticks where the thread
-ran, when perf is unavailable) is put in one category by `rules/frames.toml`: a *stage*
-(preprocess, serialisation) if any frame matches it, else the *kernel* type (compute,
-memory, allocator) of the leaf-most native frame, else `model` (inside a model call, kernel
-unknown), else `other`.
+stack of the same thread at the same moment; without perf, each py-spy sample weighted by
+the CPU time its thread had then, interpolated between /proc ticks) is put in one category
+by `rules/frames.toml`: a *stage* (preprocess, serialisation) if any frame matches it, else
+the *kernel* type (compute, memory, allocator) of the leaf-most native frame, else `model`
+(inside a model call, kernel unknown), else `other`. Without native stacks the kernel
+shares are `null`: Python frames cannot tell a GEMM from a memcpy.
+
+**Whose threads crowd the cores.** Threads that wait for a core longer than they run are a
+scheduling problem. When more of the target's own threads never block
+(`cpu_bound_threads`) than it has cores, they would queue on an otherwise idle host
+(oversubscription); when they would fit, the cores go to other processes
+(`host_foreign_cpu_share`) or to diagnose itself (`tool_cpu_share`, measured from its own
+process and its py-spy/perf helpers). The CPU share the target gets is no test of either:
+the kernel shares CPU time between sessions and cgroups, not between threads.
 """
