@@ -58,6 +58,7 @@ HEALTHY: dict[str, Any] = {
     "idle_share": 0.4,
     "runq_to_oncpu_ratio": 0.125,
     "runq_delay_p99_ms": 2.0,
+    "ctx_switches_voluntary_per_s": 400.0,
     "ctx_switches_involuntary_per_s": 50.0,
     "migrations_per_s": 10.0,
     "migrations_per_busy_thread_s": 2.5,

@@ -118,3 +118,12 @@ def test_every_built_in_rule_loads():
     assert RULESET.broken == []
     ids = [r.id for r in RULESET.rules]
     assert len(ids) == len(set(ids))
+
+
+@pytest.mark.parametrize("rule", RULESET.rules, ids=lambda r: r.id)
+def test_every_rule_explains_itself_and_its_fixes_render_with_numbers(rule):
+    # a person at 3 a.m. needs the why and something to do, with this host's numbers in it
+    assert rule.explain.strip() and rule.fixes and rule.evidence
+    m = healthy()
+    text = [rule.summary.render(m), *(f.render(m) for f in rule.fixes)]
+    assert not [t for t in text if "n/a" in t], text
