@@ -37,7 +37,7 @@ from diagnose.collect.base import CaptureOptions
 from diagnose.collect.registry import COLLECTORS
 from diagnose.collect.session import capture
 from diagnose.report import diagnose
-from tests.conftest import run_sample
+from tests.conftest import pyenv_python, run_sample
 
 CAPTURE_S = 4.0
 ATTEMPTS = 3
@@ -57,6 +57,7 @@ class Case:
     warmup: float = 1.5  # seconds before attaching: imports, model set-up, first requests
     needs_perf: bool = False
     collectors: tuple[str, ...] | None = None  # None: every collector this host supports
+    python: str | None = None  # the interpreter to run the sample with (default: this one)
 
 
 CASES = [
@@ -73,7 +74,12 @@ CASES = [
 
 def attempt(case: Case, out: Path) -> dict[str, Any]:
     """Start the sample, capture it, return the report dict (the report.json contract)."""
-    with run_sample(case.sample, seconds=CAPTURE_S + case.warmup + 30, warmup=case.warmup) as s:
+    with run_sample(
+        case.sample,
+        python=case.python,
+        seconds=CAPTURE_S + case.warmup + 30,
+        warmup=case.warmup,
+    ) as s:
         capture(
             s.pid,
             out,
@@ -203,6 +209,18 @@ def test_oversubscription_fix_has_the_numbers(verdicts) -> None:
         f"Set intra_op_num_threads to {expected}: {cores:g} cores available, "
         "4 application threads, 4 intra-op threads each"
     ), fix
+
+
+@pytest.mark.parametrize("version", ["3.10", "3.12", "3.13"])
+def test_gil_verdict_on_other_pythons(version: str, tmp_path: Path) -> None:
+    # where CPython keeps the GIL changes between versions (3.12 made it per interpreter):
+    # its waiters must still be told apart from other lock waits
+    python = pyenv_python(version)
+    if python is None:
+        pytest.skip(f"Python {version} is not installed under pyenv")
+    report = judged(Case("gil_contention", "lock", "gil", python=python), tmp_path)
+    assert report["metrics"]["python_version"] == version
+    assert report["metrics"]["gil_waiters_mean"] >= 1
 
 
 def test_compute_without_native_stacks_is_the_model_and_names_perf(tmp_path: Path) -> None:
