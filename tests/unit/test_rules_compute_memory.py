@@ -97,3 +97,8 @@ def test_hot_allocator():
     assert when("memory_bandwidth.allocator", m) is True
     assert when("memory_bandwidth.allocator", {**m, "oncpu_share_allocator": 0.1}) is False
     assert when("memory_bandwidth.allocator", {**m, "oncpu_share_allocator": None}) is UNKNOWN
+
+
+def test_model_time_near_miss_and_unknown():
+    assert when("compute.model", healthy(**{**PY_SPY_ONLY, "oncpu_share_model": 0.4})) is False
+    assert when("compute.model", healthy(**{**PY_SPY_ONLY, "oncpu_share_model": None})) is UNKNOWN

@@ -130,3 +130,14 @@ def test_kernel_time_is_an_advisory_for_busy_processes_only():
     assert when("scheduling.kernel_time", healthy(process_sys_share=0.05)) is False
     # a process using almost no CPU: its sys share says nothing
     assert when("scheduling.kernel_time", {**m, "process_cpu_cores": 0.02}) is False
+
+
+def test_contention_and_overhead_unknown_without_their_measurements():
+    m = healthy(**{**CROWDED_BY_OTHERS, "host_other_cpu_share": None})
+    assert when("scheduling.cpu_contention", m) is UNKNOWN
+    m = healthy(runq_to_oncpu_ratio=0.8, tool_cpu_share=None)
+    assert when("scheduling.diagnose_overhead", m) is UNKNOWN
+
+
+def test_steady_memory_is_no_queue():
+    assert when("scheduling.unbounded_queue", healthy(rss_growth_mb_per_min=20.0)) is False
