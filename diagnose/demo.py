@@ -50,6 +50,7 @@ class SampleProcess:
             stdout=subprocess.DEVNULL,
             stderr=self.stderr,
             env={**os.environ, **(env or {})},
+            start_new_session=True,  # as a real service: not in diagnose's CPU share (autogroup)
         )
 
     @property

@@ -26,8 +26,15 @@ def parse_args(description, threads=8, seconds=60.0, extra=None):
     return p.parse_args()
 
 
-def serve(name, handler, threads, seconds, quiet=False, thread_name="handler", setup=None):
-    """Run ``handler()`` in a loop in ``threads`` threads for ``seconds``; print stats."""
+def serve(
+    name, handler, threads, seconds, quiet=False, thread_name="handler", setup=None, pace=None
+):
+    """Run ``handler()`` in a loop in ``threads`` threads for ``seconds``; print stats.
+
+    With ``setup``, each thread first calls ``state = setup(i)`` (its own model, session or
+    connection) and then ``handler(state)`` per request. With ``pace`` (seconds), each thread
+    starts a request at most every ``pace`` seconds and sleeps in between (light traffic).
+    """
     stop = threading.Event()
     latencies = []
     lock = threading.Lock()
@@ -35,12 +42,14 @@ def serve(name, handler, threads, seconds, quiet=False, thread_name="handler", s
 
     def worker(i):
         local = []
-        if setup is not None:
-            setup(i)
+        state = setup(i) if setup is not None else None
+        call = (lambda: handler(state)) if setup is not None else handler
         while not stop.is_set():
             t0 = time.perf_counter()
-            handler()
+            call()
             local.append(time.perf_counter() - t0)
+            if pace:
+                stop.wait(max(0.0, pace - (time.perf_counter() - t0)))
             if len(local) >= 64:
                 with lock:
                     latencies.extend(local)

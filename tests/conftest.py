@@ -63,6 +63,10 @@ def run_sample(
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         env={**os.environ, **(env or {})},
+        # a session of its own, as a real service has: the kernel shares CPU between
+        # sessions (autogroup), so a sample with 16 busy threads in the test's session
+        # would starve the diagnose under test of the CPU it needs to sample
+        start_new_session=True,
     )
     try:
         time.sleep(warmup)

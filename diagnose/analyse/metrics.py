@@ -23,6 +23,9 @@ from diagnose.analyse.threads import BUSY_STATES, STATES, ThreadTime, thread_tim
 
 Stack = tuple[str, ...]
 
+#: on-CPU categories only native frames can reveal: without perf they are not measured
+_NATIVE_CATEGORIES = ("compute", "memory", "allocator")
+
 # --- registrations ---------------------------------------------------------------------
 metric("window_s", "s", "proc", "Length of the analysed window (first to last /proc tick).")
 metric("threads_total", "threads", "proc", "Distinct threads seen during the window.")
@@ -38,6 +41,12 @@ metric(
     "threads",
     "proc",
     "Threads busy (running, runnable, or waiting on a lock, the GIL or I/O) for at least 20% of the time they were seen.",
+)
+metric(
+    "cpu_bound_threads",
+    "threads",
+    "proc",
+    "Threads that wanted a CPU (running or runnable) at least 80% of the time they were seen (and were seen for a quarter of the window or more): threads that never block. More of them than cores oversubscribes the cores whatever else runs on the host.",
 )
 metric(
     "app_threads_busy",
@@ -69,6 +78,31 @@ metric(
     "share",
     "proc,system",
     "host_cpu_util - process_cpu_share: the share of the usable CPUs busy with work other than the target (diagnose's own collectors included).",
+)
+metric(
+    "process_sys_share",
+    "share",
+    "proc",
+    "System (kernel) CPU time / all CPU time of the target. Above ~0.1 the kernel is busy switching threads, spinning in sched_yield or handling futex calls for the target.",
+)
+metric(
+    "process_share_of_cpu_used",
+    "share",
+    "proc,system",
+    "process_cpu_share / host_cpu_util: of the CPU time used on the target's CPUs, the part the target used. Low while its threads wait for a core means other processes hold the cores.",
+)
+metric(
+    "tool_cpu_cores",
+    "cores",
+    "proc",
+    "CPU time diagnose itself and its helpers (py-spy, perf) used per second of the capture: what measuring cost the host.",
+)
+metric("tool_cpu_share", "share", "proc,system", "tool_cpu_cores / cores_available.")
+metric(
+    "host_foreign_cpu_share",
+    "share",
+    "proc,system",
+    "host_other_cpu_share - tool_cpu_share: the share of the usable CPUs busy with processes other than the target and diagnose.",
 )
 metric("rss_mb", "MiB", "proc", "Resident memory of the target at the end of the window.")
 metric(
@@ -138,6 +172,12 @@ metric(
     "ratio",
     "proc",
     "Runnable time / running time: how long threads wait for a core per second they run.",
+)
+metric(
+    "runnable_threads_mean",
+    "threads",
+    "proc",
+    "Mean over ticks of the number of the target's threads in state R (running or waiting for a core).",
 )
 metric(
     "runnable_threads_p95",
@@ -213,6 +253,12 @@ metric(
     "Smallest of OMP/MKL/OPENBLAS/... _NUM_THREADS set in the target's environment; null if none is set (the libraries then default to one thread per visible CPU).",
 )
 metric(
+    "pool_env_set",
+    "bool",
+    "system",
+    "1 if any of OMP/MKL/OPENBLAS/... _NUM_THREADS is set in the target's environment, 0 if none is.",
+)
+metric(
     "pin_suggestion",
     "text",
     "system",
@@ -226,10 +272,16 @@ metric(
     "max(1, floor(cores_available / app_threads_busy)): intra-op threads per application thread that would fit the cores.",
 )
 metric(
+    "intra_op_threads_per_app",
+    "threads",
+    "proc,pyspy",
+    "1 + native_threads_busy / app_threads_busy: the threads each application thread fans out to (itself plus its share of the busy intra-op pools).",
+)
+metric(
     "oncpu_samples",
     "samples",
     "proc,pyspy",
-    "On-CPU samples categorised (perf samples, or /proc ticks where a Python thread ran).",
+    "On-CPU samples categorised: perf's samples; without perf, py-spy's samples weighted by the thread's on-CPU fraction at that moment (on-CPU seconds x py-spy rate).",
 )
 metric(
     "oncpu_source",
@@ -253,7 +305,15 @@ for _cat, _what in (
     ("model", "model calls whose kernel is unknown (no native stack)"),
     ("other", "everything else (request handling, business logic, interpreter)"),
 ):
-    metric(f"oncpu_share_{_cat}", "share", "proc,pyspy", f"Share of on-CPU samples in {_what}.")
+    if _cat in _NATIVE_CATEGORIES:
+        metric(
+            f"oncpu_share_{_cat}",
+            "share",
+            "perf",
+            f"Share of on-CPU samples in {_what}. Needs native stacks: null without perf.",
+        )
+    else:
+        metric(f"oncpu_share_{_cat}", "share", "proc,pyspy", f"Share of on-CPU samples in {_what}.")
 metric(
     "oncpu_share_inference",
     "share",
@@ -278,6 +338,12 @@ metric(
     "share",
     "proc,pyspy",
     "Share of preprocessing samples in the busiest preprocessing thread (1.0 = serial).",
+)
+metric(
+    "preprocess_top_thread_busy",
+    "share",
+    "proc,pyspy",
+    "How busy that thread was: its busy time / the time it was seen. Near 1 the stage is saturated and sets the throughput.",
 )
 metric(
     "compute_top_function",
@@ -446,6 +512,7 @@ def _system_metrics(data: BundleData, m: dict[str, Any]) -> None:
         except ValueError:
             pass
     m["pool_threads_env"] = min(vals) if vals else None
+    m["pool_env_set"] = 1 if vals else 0
     m["python_version"] = (s.get("python") or {}).get("version") or ""
 
 
@@ -462,6 +529,14 @@ def _process_metrics(data: BundleData, m: dict[str, Any], series: dict[str, Any]
             p[col] = pd.to_numeric(p[col], errors="coerce")
     cpu = (p["utime"] + p["stime"]).to_numpy()
     m["process_cpu_cores"] = _r((cpu[-1] - cpu[0]) / span, 3)
+    if cpu[-1] - cpu[0] > 0:
+        m["process_sys_share"] = _r(
+            (p["stime"].iloc[-1] - p["stime"].iloc[0]) / (cpu[-1] - cpu[0]), 3
+        )
+    if "tool_cpu_s" in p:
+        tool = pd.to_numeric(p["tool_cpu_s"], errors="coerce").dropna()
+        if len(tool) >= 2:
+            m["tool_cpu_cores"] = _r(max(0.0, float(tool.iloc[-1] - tool.iloc[0])) / span, 3)
     if m.get("cores_available"):
         m["process_cpu_share"] = _r(m["process_cpu_cores"] / m["cores_available"], 3)
     rss = p["rss_bytes"].to_numpy() / (1024 * 1024)
@@ -500,8 +575,18 @@ def _cpu_metrics(data: BundleData, m: dict[str, Any], series: dict[str, Any]) ->
     sel = [cpu for cpu in per_cpu.index if cpu in usable]
     if sel:
         m["host_cpu_util"] = _r(float(per_cpu.loc[sel].mean()), 3)
+        cores = m.get("cores_available")
+        if m.get("tool_cpu_cores") is not None and cores:
+            m["tool_cpu_share"] = _r(m["tool_cpu_cores"] / cores, 3)
         if m.get("process_cpu_share") is not None:
-            m["host_other_cpu_share"] = _r(max(0.0, m["host_cpu_util"] - m["process_cpu_share"]), 3)
+            other = max(0.0, m["host_cpu_util"] - m["process_cpu_share"])
+            m["host_other_cpu_share"] = _r(other, 3)
+            if m["host_cpu_util"] > 0:
+                m["process_share_of_cpu_used"] = _r(
+                    min(1.0, m["process_cpu_share"] / m["host_cpu_util"]), 3
+                )
+            if m.get("tool_cpu_share") is not None:
+                m["host_foreign_cpu_share"] = _r(max(0.0, other - m["tool_cpu_share"]), 3)
     # per-core series, binned to at most 200 points
     ts = sorted(c["t"].unique().tolist())
     step = max(1, len(ts) // 200)
@@ -543,6 +628,9 @@ def _thread_metrics(
     per["busy_frac"] = busy_frac
     busy_threads = per[busy_frac >= 0.2]
     m["threads_busy"] = len(busy_threads)
+    wants_cpu = ((per["running"] + per["runnable"]) / per["total"].replace(0, np.nan)).fillna(0)
+    present = per["total"] >= 0.25 * window  # not a thread that lived for a moment
+    m["cpu_bound_threads"] = int(((wants_cpu >= 0.8) & present).sum())
     if data.py_intervals is not None:
         m["threads_python"] = int(per["python"].sum())
         m["threads_native"] = int((~per["python"]).sum())
@@ -558,10 +646,13 @@ def _thread_metrics(
     app = m.get("app_threads_busy")
     if cores and app:
         m["intra_op_suggestion"] = max(1, int(cores // app))
+    if app and m.get("native_threads_busy") is not None:
+        m["intra_op_threads_per_app"] = _r(1 + m["native_threads_busy"] / app, 1)
     # R-state threads per tick
     df = data.threads
     assert df is not None
     r_counts = df[df["state"] == "R"].groupby("t").size().reindex(df["t"].unique(), fill_value=0)
+    m["runnable_threads_mean"] = _r(float(r_counts.mean()), 2) if len(r_counts) else 0.0
     m["runnable_threads_p95"] = (
         _r(float(np.percentile(r_counts.to_numpy(), 95)), 1) if len(r_counts) else 0.0
     )
@@ -735,23 +826,20 @@ def _oncpu(
             samples.append((int(tid), st, float(w)))
         m["oncpu_source"] = "perf+py-spy" if data.py_intervals is not None else "perf"
     elif tt is not None and data.py_intervals is not None:
-        iv = tt.intervals
-        run = iv[(iv["running"] > 0) & (iv["stack_id"] >= 0)]
-        for tid, sid, w in zip(
-            run["tid"].to_numpy(),
-            run["stack_id"].to_numpy(),
-            run["running"].to_numpy(),
-            strict=True,
-        ):
-            samples.append((int(tid), data.py_stacks.get(int(sid), ()), float(w)))
+        samples = _py_oncpu_samples(data)
         m["oncpu_source"] = "py-spy"
     else:
         return
+    native = m["oncpu_source"] != "py-spy"
     total = sum(w for _, _, w in samples)
-    m["oncpu_samples"] = len(samples)
+    if native:
+        m["oncpu_samples"] = len(samples)
+    else:
+        rate = float(data.bundle.manifest.capture.get("rate_hz") or 100)
+        m["oncpu_samples"] = round(total * rate)
     if total <= 0:
         for c in frames.names:
-            m[f"oncpu_share_{c}"] = 0.0
+            m[f"oncpu_share_{c}"] = 0.0 if native or c not in _NATIVE_CATEGORIES else None
         m["oncpu_share_inference"] = 0.0
         m["oncpu_native_share"] = 0.0
         return
@@ -776,6 +864,9 @@ def _oncpu(
         flame[(f"thread ({tid}): {names.get(tid, '')}", *st)] += w
     for c in frames.names:
         m[f"oncpu_share_{c}"] = _r(by_cat.get(c, 0.0) / total, 4)
+    if not native:  # Python stacks cannot tell a GEMM from a memcpy: not measured
+        for c in _NATIVE_CATEGORIES:
+            m[f"oncpu_share_{c}"] = None
     m["oncpu_share_inference"] = _r(
         sum(by_cat.get(c, 0.0) for c in ("compute", "memory", "model")) / total, 4
     )
@@ -791,12 +882,16 @@ def _oncpu(
     ptotal = sum(pt.values())
     if ptotal > 0:
         m["preprocess_threads"] = sum(1 for v in pt.values() if v >= 0.1 * ptotal)
-        m["preprocess_top_thread_share"] = _r(max(pt.values()) / ptotal, 3)
+        top_tid, top_w = pt.most_common(1)[0]
+        m["preprocess_top_thread_share"] = _r(top_w / ptotal, 3)
+        m["preprocess_top_thread_busy"] = _thread_busy_fraction(tt, top_tid)
     else:
         m["preprocess_threads"] = 0
         m["preprocess_top_thread_share"] = 0.0
+        m["preprocess_top_thread_busy"] = 0.0
     a.oncpu = {
         "total_weight": total,
+        "native": native,
         "shares": {c: _r(by_cat.get(c, 0.0) / total, 4) for c in frames.names},
         "top_functions": {
             c: [(f, _r(w / total, 4)) for f, w in leaf_by_cat[c].most_common(5)]
@@ -813,6 +908,53 @@ def _oncpu(
 
 def _leaf_function(st: Stack) -> str:
     return st[-1] if st else "?"
+
+
+def _thread_busy_fraction(tt: ThreadTime | None, tid: int) -> float | None:
+    if tt is None:
+        return None
+    row = tt.per_thread[tt.per_thread["tid"] == tid]
+    if row.empty or float(row["total"].iloc[0]) <= 0:
+        return None
+    return _r(float(row["busy"].iloc[0]) / float(row["total"].iloc[0]), 3)
+
+
+def _py_oncpu_samples(data: BundleData) -> list[tuple[int, Stack, float]]:
+    """Python stacks weighted by the CPU time their thread had while in them (no perf).
+
+    A thread's cumulative on-CPU time (schedstat; utime+stime where schedstat is missing)
+    is known at every /proc tick. Interpolated linearly in between, its increase over a
+    py-spy interval is the CPU time the thread spent in that interval's stack. So every
+    py-spy sample counts (100 Hz), not only the stack seen at each /proc tick (20 Hz), and
+    a sample of a thread that was blocked weighs nothing.
+    """
+    th, iv = data.threads, data.py_intervals
+    if th is None or iv is None or iv.empty:
+        return []
+    if "oncpu_ns" in th and th["oncpu_ns"].notna().any():
+        cum = pd.to_numeric(th["oncpu_ns"], errors="coerce") / 1e9
+    else:
+        cum = pd.to_numeric(th["utime"], errors="coerce") + pd.to_numeric(
+            th["stime"], errors="coerce"
+        )
+    ticks = pd.DataFrame({"t": th["t"], "tid": th["tid"], "cum": cum}).dropna()
+    by_tid = dict(tuple(ticks.sort_values(["tid", "t"]).groupby("tid", sort=False)))
+    parts = []
+    for tid, grp in iv.groupby("tid", sort=False):
+        ref = by_tid.get(tid)
+        if ref is None or len(ref) < 2:
+            continue
+        t = ref["t"].to_numpy()
+        c = np.maximum.accumulate(ref["cum"].to_numpy())
+        w = np.interp(grp["end"].to_numpy(), t, c) - np.interp(grp["start"].to_numpy(), t, c)
+        parts.append(pd.DataFrame({"tid": tid, "stack_id": grp["stack_id"].to_numpy(), "w": w}))
+    if not parts:
+        return []
+    weights = pd.concat(parts)
+    weights = weights[weights["w"] > 0].groupby(["tid", "stack_id"])["w"].sum()
+    return [
+        (int(tid), data.py_stacks.get(int(sid), ()), float(w)) for (tid, sid), w in weights.items()
+    ]
 
 
 # --- locks ------------------------------------------------------------------------------
@@ -833,7 +975,7 @@ def _locks(tt: ThreadTime, data: BundleData, m: dict[str, Any], a: Analysis) -> 
             if grp["tid"].nunique() >= 2:
                 groups[f"addr:{addr}"].append(str(addr))
             else:
-                site = grp["py_leaf"].mode().iloc[0] if grp["py_leaf"].ne("").any() else ""
+                site = grp["wait_leaf"].mode().iloc[0] if grp["wait_leaf"].ne("").any() else ""
                 groups[f"site:{site}" if site else f"addr:{addr}"].append(str(addr))
         for key, addrs in groups.items():
             grp = lk[lk["futex_addr"].isin(addrs)]
@@ -841,7 +983,7 @@ def _locks(tt: ThreadTime, data: BundleData, m: dict[str, Any], a: Analysis) -> 
             if waiters < 2:
                 continue
             wait_s = float(grp["lock"].sum())
-            sites = Counter(grp["py_leaf"][grp["py_leaf"] != ""])
+            sites = Counter(grp["wait_leaf"][grp["wait_leaf"] != ""])
             site = sites.most_common(1)[0][0] if sites else ""
             concurrent = int(grp.groupby("t")["tid"].nunique().max())
             hotspots.append(

@@ -111,7 +111,12 @@ def python_leaf(stack: tuple[str, ...]) -> str:
 def classify_waits(
     df: pd.DataFrame, leaf_kind: pd.Series, has_py: pd.Series, gil: tuple[int, int] | None
 ) -> pd.Series:
-    """The wait class of each row, as if the thread were off-CPU (see module doc)."""
+    """The wait class of each row, as if the thread were off-CPU (see module doc).
+
+    ``leaf_kind`` is "" where the thread's Python stack at that moment is unknown (before
+    py-spy's first sample, say): a futex wait of a Python thread is then "other", since
+    nothing says whether it waits for a lock or for work.
+    """
     state = df["state"].astype(str)
     sc = pd.to_numeric(df.get("syscall"), errors="coerce")
     addr = _hex_to_float(df.get("arg0", pd.Series("", index=df.index)))
@@ -126,6 +131,7 @@ def classify_waits(
         in_gil,
         futex & (lk == "idle"),
         futex & (lk == "io"),
+        futex & has_py & leaf_kind.notna(),
         futex & has_py,
         futex,
         sc.isin(ACCEPT_CALLS),
@@ -136,8 +142,8 @@ def classify_waits(
         sc.isin(SLEEP_CALLS),
         state == "R",
     ]
-    choices = ["other", "io", "gil", "idle", "io", "lock", "idle", "idle", "idle", "io", "io",
-               "idle", "idle", "runnable"]  # fmt: skip
+    choices = ["other", "io", "gil", "idle", "io", "lock", "other", "idle", "idle", "idle", "io",
+               "io", "idle", "idle", "runnable"]  # fmt: skip
     return pd.Series(np.select(conds, choices, default="other"), index=df.index)
 
 
@@ -150,7 +156,8 @@ def thread_time(data: BundleData, frames: FrameRules) -> ThreadTime | None:
     df["stack_id"] = stack_ids
     leaves = {sid: python_leaf(st) for sid, st in data.py_stacks.items()}
     df["py_leaf"] = df["stack_id"].map(leaves).astype(object).fillna("")
-    leaf_kind = df["py_leaf"].map(lambda f: frames.wait_kind(f) if f else None)
+    # the wait kind of the leaf frame: "idle" | "lock" | "io", "" for none, None: no stack
+    leaf_kind = df["py_leaf"].map(lambda f: (frames.wait_kind(f) or "") if f else None)
     py_tids = set(data.py_names) if data.py_names else set()
     if data.py_intervals is not None:
         py_tids |= set(data.py_intervals["tid"].unique().tolist())
@@ -169,14 +176,8 @@ def thread_time(data: BundleData, frames: FrameRules) -> ThreadTime | None:
     iv["dt"] = dt[valid]
     on = d_on[valid].clip(lower=0).fillna(0.0)
     rq = d_rq[valid].clip(lower=0).fillna(0.0)
-    # counters and ticks are read a few microseconds apart: keep the sum within dt
-    total = on + rq
-    scale = np.where(total > iv["dt"], iv["dt"] / total.replace(0, np.nan), 1.0)
-    scale = np.nan_to_num(scale, nan=1.0)
-    iv["running"] = on * scale
-    iv["runnable"] = rq * scale
+    iv["running"], iv["runnable"], off = _split_interval_time(iv["tid"], iv["dt"], on, rq)
     iv["slices"] = d_sl[valid].clip(lower=0).fillna(0.0)
-    off = (iv["dt"] - iv["running"] - iv["runnable"]).clip(lower=0)
     end_cls = iv["wait_class"]
     start_cls = prev_class[valid].fillna("other")
     off_cls = np.where(
@@ -185,7 +186,16 @@ def thread_time(data: BundleData, frames: FrameRules) -> ThreadTime | None:
     iv["off_class"] = off_cls
     for s in ("gil", "lock", "io", "idle", "other"):
         iv[s] = np.where(iv["off_class"] == s, off, 0.0)
-    iv["futex_addr"] = _futex_addr_at(df, valid).to_numpy()
+    # where the off-CPU time was spent: the tick whose wait class it took (the interval's
+    # end, or its start when the thread was runnable again at the end)
+    addr = _futex_addr(df)
+    from_start = (end_cls == "runnable").to_numpy()
+    iv["futex_addr"] = np.where(
+        from_start, addr.groupby(df["tid"]).shift(1)[valid].fillna(""), addr[valid]
+    )
+    iv["wait_leaf"] = np.where(
+        from_start, g["py_leaf"].shift(1)[valid].fillna(""), iv["py_leaf"].to_numpy()
+    )
     iv = iv.reset_index(drop=True)
 
     per = iv.groupby("tid")[list(STATES)].sum()
@@ -211,11 +221,36 @@ def thread_time(data: BundleData, frames: FrameRules) -> ThreadTime | None:
     return ThreadTime(iv, per.reset_index(), window, gr)
 
 
-def _futex_addr_at(df: pd.DataFrame, valid: pd.Series) -> pd.Series:
+def _split_interval_time(
+    tid: pd.Series, dt: pd.Series, on: pd.Series, rq: pd.Series
+) -> tuple[pd.Series, pd.Series, pd.Series]:
+    """Running, runnable and off-CPU seconds of each interval, exact per thread.
+
+    The kernel adds a run-queue wait to ``run_delay`` only when the waiting thread gets a
+    CPU, so under heavy queueing the counters lag: one interval shows a gap (on + rq < dt)
+    that is really queueing still to be counted, a later one more than dt. Clipping each
+    interval would turn that lag into blocked time and lose queueing. Instead each thread
+    keeps its exact totals (the counters' increase over the window), and its off-CPU time,
+    window minus running minus runnable, is spread over the intervals in proportion to
+    their gaps.
+    """
+    gap = dt - on - rq
+    pos = gap.clip(lower=0)
+    off_total = gap.groupby(tid).transform("sum").clip(lower=0)
+    pos_total = pos.groupby(tid).transform("sum")
+    off = pos * (off_total / pos_total.replace(0, np.nan)).fillna(0.0).clip(upper=1.0)
+    # a wait in progress at the first tick is counted later: keep running + runnable <= window
+    busy_total = (on + rq).groupby(tid).transform("sum")
+    window = dt.groupby(tid).transform("sum")
+    scale = (window / busy_total.replace(0, np.nan)).clip(upper=1.0).fillna(1.0)
+    return on * scale, rq * scale, off
+
+
+def _futex_addr(df: pd.DataFrame) -> pd.Series:
+    """The futex address each row's thread was blocked on ("" when not in futex())."""
     sc = pd.to_numeric(df.get("syscall"), errors="coerce")
     arg = df.get("arg0", pd.Series("", index=df.index)).astype(str)
-    addr = arg.where(sc.isin(FUTEX), "")
-    return addr[valid].reset_index(drop=True)
+    return arg.where(sc.isin(FUTEX), "")
 
 
 _DIGITS = re.compile(r"[\d_-]*\d[\d_-]*$")

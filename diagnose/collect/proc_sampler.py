@@ -24,6 +24,7 @@ from typing import Any
 
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
 from diagnose.collect.base import CaptureContext, Collector
+from diagnose.collect.child import live_children
 from diagnose.collect.procfs import (
     CLK_TCK,
     parse_proc_stat_cpus,
@@ -66,6 +67,7 @@ PROCESS_COLUMNS = [
     "load1",
     "sys_running",  # runnable tasks on the whole host (/proc/loadavg)
     "sys_tasks",
+    "tool_cpu_s",  # CPU seconds used by diagnose itself and its helpers (py-spy, perf), cumulative
 ]
 CPU_COLUMNS = ["t", "cpu", "busy_jiffies", "total_jiffies"]
 
@@ -142,6 +144,7 @@ class ProcSampler(Collector):
         self.ended_early = False
         self.started_at = 0.0
         self.ended_at = 0.0
+        self._helper_cpu: dict[int, float] = {}
 
     def probe(self, ctx: CaptureContext) -> str | None:
         if not os.path.isdir(f"/proc/{ctx.target.pid}/task"):
@@ -268,6 +271,7 @@ class ProcSampler(Collector):
                 load[0] if load else "",
                 running,
                 tasks,
+                round(self._tool_cpu(), 3),
             ]
         )
         stat_all = _read_file("/proc/stat")
@@ -276,6 +280,22 @@ class ProcSampler(Collector):
                 cw.writerow([t, cpu, busy, total])
         self.ticks += 1
         return True
+
+    def _tool_cpu(self) -> float:
+        """What diagnose costs the host so far: this process (the sampler included) and its
+        helpers; a helper that has exited keeps the last value read, so the sum never drops."""
+        total = 0.0
+        own = _read_file("/proc/self/stat")
+        if own:
+            st = parse_stat(own)
+            total = (st.utime + st.stime) / CLK_TCK
+        for pid in live_children():
+            text = _read_file(f"/proc/{pid}/stat")
+            if text:
+                st = parse_stat(text)
+                cpu = (st.utime + st.stime) / CLK_TCK
+                self._helper_cpu[pid] = max(self._helper_cpu.get(pid, 0.0), cpu)
+        return total + sum(self._helper_cpu.values())
 
     def _thread_row(
         self,

@@ -3,12 +3,15 @@
 - A rule *fires* when its condition is true; its score (0..1) ranks it.
 - A rule whose condition is *unknown* (a metric it needs was not measured) is listed as not
   evaluated, with the metrics and the collectors' reasons.
-- The primary verdict is the category of the best non-advisory finding. With none, it is
-  ``unknown`` with confidence 0: diagnose does not invent a bottleneck.
+- The primary verdict is the category of the best non-advisory finding, except that an
+  ``idle`` finding always wins: a process that was not busy has no bottleneck, whatever a
+  rule without a busy-time guard says. With no finding it is ``unknown`` with confidence
+  0: diagnose does not invent a bottleneck.
 - Confidence = the primary finding's score, times 0.85 for each other category whose rules
   could not be evaluated (that alternative could not be ruled out; floor 0.4 of the
   score), times 0.9 if a collector its own metrics come from was partial, times 0.8 if a
-  finding of another category scores within 80% of it (a close call).
+  finding of another category scores within 80% of it (a close call). Each factor is a
+  note in the report, naming the metrics and the collector that was missing.
 """
 
 from __future__ import annotations
@@ -118,6 +121,40 @@ def _display(v: Any, unit: str) -> str:
     return f"{s} {unit}" if unit and unit not in ("text", "bool", "ratio", "share") else s
 
 
+def _lacking(items: list[NotEvaluated]) -> str:
+    """'rule x needs m1, m2 (perf unavailable: ...)' for the rules of one category."""
+    parts = []
+    for n in items:
+        why = "; ".join(n.reasons)
+        parts.append(f"{n.rule.id} needs {', '.join(n.missing)}" + (f" ({why})" if why else ""))
+    return "; ".join(parts)
+
+
+def _no_verdict(
+    findings: list[Finding], not_eval: list[NotEvaluated], broken: list[str]
+) -> Verdict:
+    if not_eval:
+        headline = (
+            "No rule matched, and "
+            f"{len(not_eval)} could not be evaluated for lack of data: the bottleneck may be "
+            "one diagnose could not measure here (see what was not measured)."
+        )
+        notes = [f"not evaluated: {_lacking(not_eval)}"]
+    else:
+        headline = "No rule matched: the measurements do not point to one bottleneck."
+        notes = ["no finding; see the thread states and flame graph for what the process does"]
+    return Verdict(
+        primary="unknown",
+        kind=None,
+        confidence=0.0,
+        headline=headline,
+        findings=findings,
+        not_evaluated=not_eval,
+        broken_rules=broken,
+        confidence_notes=notes,
+    )
+
+
 def judge(
     ruleset: RuleSet,
     metrics: Mapping[str, Any],
@@ -156,34 +193,24 @@ def judge(
         )
     findings.sort(key=lambda f: (f.rule.advisory, -f.score, f.rule.id))
     main = [f for f in findings if not f.rule.advisory]
+    idle = [f for f in main if f.rule.category == "idle"]
+    if idle:
+        main = idle + [f for f in main if f.rule.category != "idle"]
+        findings = main + [f for f in findings if f.rule.advisory]
     broken = [str(b) for b in ruleset.broken]
     if not main:
-        return Verdict(
-            primary="unknown",
-            kind=None,
-            confidence=0.0,
-            headline="No rule matched: the measurements do not point to one bottleneck.",
-            findings=findings,
-            not_evaluated=not_eval,
-            broken_rules=broken,
-            confidence_notes=[
-                "no finding; see the thread states and flame graph for what the process does"
-            ],
-        )
+        return _no_verdict(findings, not_eval, broken)
     top = main[0]
     conf = top.score
     notes = [f"score of the top finding {top.rule.id}: {top.score:.2f}"]
-    unresolved = sorted(
-        {
-            n.rule.category
-            for n in not_eval
-            if n.rule.category != top.rule.category and not n.rule.advisory
-        }
-    )
+    unresolved: dict[str, list[NotEvaluated]] = {}
+    for n in not_eval:
+        if n.rule.category != top.rule.category and not n.rule.advisory:
+            unresolved.setdefault(n.rule.category, []).append(n)
     factor = 1.0
-    for cat in unresolved:
+    for cat in sorted(unresolved):
         factor *= 0.85
-        notes.append(f"x0.85: could not rule out {cat} (a rule for it lacked data)")
+        notes.append(f"x0.85: could not rule out {cat}: {_lacking(unresolved[cat])}")
     conf *= max(factor, 0.4)
     sources = {s for m in top.rule.metrics for s in (known[m].sources if m in known else ())}
     part = sorted(sources & partial)

@@ -51,6 +51,14 @@ FR = frame_rules()
             ),
             "model",
         ),
+        # py-spy 0.4 qualifies methods with their class
+        (
+            (
+                "handle (serve.py:31)",
+                "Session.run (/x/onnxruntime/capi/onnxruntime_inference_collection.py:406)",
+            ),
+            "model",
+        ),
         (
             (
                 "handle (serve.py:40)",

@@ -1,0 +1,126 @@
+"""Hand-built metric sets for the rule tests (tests/unit/test_rules_*.py).
+
+``healthy()`` is a busy process on a 2-core host in which no built-in rule fires: four
+threads that mostly run, in code that is neither preprocessing nor the model, with no
+lock, GIL, I/O or scheduling trouble, every collector present. Each test changes only
+the metrics its principle is about, so a rule that fires for another reason shows up.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from diagnose.analyse.registry import known_metrics
+from diagnose.verdict import load_rules
+from diagnose.verdict.engine import Verdict, judge
+from diagnose.verdict.expr import UNKNOWN
+
+RULESET = load_rules()
+RULES = {r.id: r for r in RULESET.rules}
+
+HEALTHY: dict[str, Any] = {
+    # host and process
+    "cores_available": 2.0,
+    "logical_cpus": 2,
+    "physical_cores": 2,
+    "cpus_usable": "0-1",
+    "pin_suggestion": "with only 2 usable CPUs there is nothing to split: keep other work off cores 0-1",
+    "openmp_loaded": 0,
+    "pool_env_set": 0,
+    "pool_threads_env": None,
+    "process_cpu_cores": 1.2,
+    "process_cpu_share": 0.6,
+    "process_sys_share": 0.03,
+    "host_cpu_util": 0.65,
+    "host_other_cpu_share": 0.05,
+    "process_share_of_cpu_used": 0.92,
+    "tool_cpu_cores": 0.05,
+    "tool_cpu_share": 0.025,
+    "host_foreign_cpu_share": 0.025,
+    "rss_mb": 300.0,
+    "rss_growth_mb_per_min": 0.5,
+    "minflt_per_s": 50.0,
+    # thread time
+    "threads_total": 6,
+    "threads_busy": 4,
+    "app_threads_busy": 4,
+    "native_threads_busy": 0,
+    "intra_op_threads_per_app": 1.0,
+    "intra_op_suggestion": 1,
+    "cpu_bound_threads": 0,
+    "busy_threads_mean": 1.5,
+    "cpu_demand_threads_mean": 1.3,
+    "busy_share_running": 0.8,
+    "busy_share_runnable": 0.1,
+    "busy_share_lock": 0.04,
+    "busy_share_gil": 0.03,
+    "busy_share_io": 0.03,
+    "idle_share": 0.4,
+    "runq_to_oncpu_ratio": 0.125,
+    "runq_delay_p99_ms": 2.0,
+    "ctx_switches_voluntary_per_s": 400.0,
+    "ctx_switches_involuntary_per_s": 50.0,
+    "migrations_per_s": 10.0,
+    "migrations_per_busy_thread_s": 2.5,
+    # locks and the GIL
+    "lock_top_waiters": 0,
+    "lock_waiters_max": 0,
+    "lock_top_share": 0.0,
+    "lock_top_wait_s": 0.0,
+    "lock_top_address": "",
+    "lock_top_site": "",
+    "lock_top_holder_site": "",
+    "gil_waiters_mean": 0.05,
+    "gil_waiters_max": 1,
+    "gil_holder_top": "handler-0 (101)",
+    "gil_holder_top_site": "handle (app.py:30)",
+    # on-CPU categories (perf and py-spy both ran)
+    "oncpu_source": "perf+py-spy",
+    "oncpu_share_preprocess": 0.05,
+    "oncpu_share_serialisation": 0.02,
+    "oncpu_share_compute": 0.1,
+    "oncpu_share_memory": 0.05,
+    "oncpu_share_allocator": 0.02,
+    "oncpu_share_model": 0.03,
+    "oncpu_share_other": 0.73,
+    "oncpu_share_inference": 0.18,
+    "preprocess_top_function": "resize (app.py:12)",
+    "preprocess_threads": 4,
+    "preprocess_top_thread_share": 0.3,
+    "preprocess_top_thread_busy": 0.9,
+    "compute_top_function": "sgemm_kernel_HASWELL (libopenblas.so)",
+}
+
+
+def healthy(**changes: Any) -> dict[str, Any]:
+    """Every registered metric (unmeasured unless set), the healthy values, then ``changes``."""
+    m: dict[str, Any] = dict.fromkeys(known_metrics())
+    m.update(HEALTHY)
+    m.update(changes)
+    unknown = set(m) - set(known_metrics())
+    assert not unknown, f"not registered metrics: {unknown}"
+    return m
+
+
+def when(rule_id: str, metrics: dict[str, Any]) -> Any:
+    """True, False or UNKNOWN: the rule's condition over ``metrics``."""
+    return RULES[rule_id].when(metrics)
+
+
+def fired(metrics: dict[str, Any]) -> set[str]:
+    return {rid for rid, r in RULES.items() if r.when(metrics) is True}
+
+
+def verdict(metrics: dict[str, Any], partial: set[str] | None = None) -> Verdict:
+    unmeasured = {k: "not measured in this test" for k, v in metrics.items() if v is None}
+    return judge(RULESET, metrics, unmeasured, partial)
+
+
+def expect(metrics: dict[str, Any], primary: str, kind: str | None) -> Verdict:
+    """The verdict over ``metrics``, asserted to be ``primary`` (``kind``)."""
+    v = verdict(metrics)
+    assert (v.primary, v.kind) == (primary, kind), (v.primary, v.kind, v.confidence_notes)
+    return v
+
+
+__all__ = ["HEALTHY", "RULES", "UNKNOWN", "expect", "fired", "healthy", "verdict", "when"]

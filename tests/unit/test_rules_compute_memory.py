@@ -1,0 +1,104 @@
+"""Compute and memory-bandwidth rules: threads run (rather than wait on each other) inside
+the model; native stacks say whether its kernels compute or move memory."""
+
+from tests.unit.rulekit import UNKNOWN, expect, fired, healthy, verdict, when
+
+MODEL_BOUND = {
+    "busy_threads_mean": 2.0,
+    "threads_busy": 2,
+    "busy_share_running": 0.9,
+    "busy_share_runnable": 0.1,
+    "busy_share_lock": 0.0,
+    "busy_share_gil": 0.0,
+    "busy_share_io": 0.0,
+    "runq_to_oncpu_ratio": 0.11,
+    "process_cpu_share": 0.9,
+    "cpu_bound_threads": 2,
+}
+KERNELS = {
+    **MODEL_BOUND,
+    "oncpu_share_compute": 0.85,
+    "oncpu_share_memory": 0.08,
+    "oncpu_share_other": 0.07,
+    "oncpu_share_inference": 0.93,
+}
+COPIES = {
+    **MODEL_BOUND,
+    "oncpu_share_compute": 0.02,
+    "oncpu_share_memory": 0.9,
+    "oncpu_share_other": 0.08,
+    "compute_top_function": "__memmove_avx_unaligned_erms (libc.so.6)",
+}
+PY_SPY_ONLY = {
+    **MODEL_BOUND,
+    "oncpu_source": "py-spy",
+    "oncpu_share_compute": None,
+    "oncpu_share_memory": None,
+    "oncpu_share_allocator": None,
+    "oncpu_share_model": 0.97,
+    "oncpu_share_other": 0.03,
+}
+
+
+def test_gemm_kernels_on_running_threads_is_compute():
+    v = expect(healthy(**KERNELS), "compute", "kernels")
+    assert v.confidence > 0.7
+
+
+def test_memory_bound_kernels_are_memory_bandwidth():
+    m = healthy(**COPIES)
+    assert when("compute.kernels", m) is False
+    expect(m, "memory_bandwidth", "memory_kernels")
+
+
+def test_kernels_of_threads_that_mostly_wait_on_a_lock_are_not_the_bottleneck():
+    m = healthy(**{**KERNELS, "busy_share_running": 0.2, "busy_share_lock": 0.7})
+    assert when("compute.kernels", m) is False
+
+
+def test_near_misses():
+    assert when("compute.kernels", healthy(**{**KERNELS, "oncpu_share_compute": 0.3})) is False
+    m = healthy(**{**COPIES, "oncpu_share_memory": 0.3})
+    assert when("memory_bandwidth.memory_bound_kernels", m) is False
+    # 40% in memory-bound kernels but 50% in compute ones: not memory bound
+    m = healthy(**{**COPIES, "oncpu_share_memory": 0.4, "oncpu_share_compute": 0.5})
+    assert when("memory_bandwidth.memory_bound_kernels", m) is False
+
+
+def test_without_native_stacks_it_is_the_model_with_perf_named_as_missing():
+    m = healthy(**PY_SPY_ONLY)
+    assert when("compute.kernels", m) is UNKNOWN
+    assert when("memory_bandwidth.memory_bound_kernels", m) is UNKNOWN
+    v = expect(m, "compute", "model")
+    # the alternative could not be ruled out: confidence falls, and the note says why
+    score = v.findings[0].score
+    assert v.confidence < score
+    assert any("could not rule out memory_bandwidth" in n for n in v.confidence_notes)
+    assert any("oncpu_share_memory" in n for n in v.confidence_notes)
+
+
+def test_kernels_under_cpu_contention_rank_after_it():
+    m = healthy(
+        **{
+            **KERNELS,
+            "busy_share_running": 0.33,
+            "busy_share_runnable": 0.67,
+            "runq_to_oncpu_ratio": 2.0,
+            "host_cpu_util": 1.0,
+            "host_other_cpu_share": 0.67,
+        }
+    )
+    assert {"compute.kernels", "scheduling.cpu_contention"} <= fired(m)
+    assert [r["category"] for r in verdict(m).ranking()] == ["scheduling", "compute"]
+
+
+def test_hot_allocator():
+    m = healthy(**{**MODEL_BOUND, "oncpu_share_allocator": 0.25, "minflt_per_s": 40000.0})
+    assert when("memory_bandwidth.allocator", m) is True
+    assert when("memory_bandwidth.allocator", {**m, "oncpu_share_allocator": 0.1}) is False
+    assert when("memory_bandwidth.allocator", {**m, "oncpu_share_allocator": None}) is UNKNOWN
+
+
+def test_model_time_near_miss_and_unknown():
+    assert when("compute.model", healthy(**{**PY_SPY_ONLY, "oncpu_share_model": 0.4})) is False
+    assert when("compute.model", healthy(**{**PY_SPY_ONLY, "oncpu_share_model": None})) is UNKNOWN

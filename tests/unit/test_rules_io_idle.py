@@ -1,0 +1,53 @@
+"""I/O and idle: a process that mostly waits on sockets or disk is io; one that is not
+busy is idle, and diagnose names no bottleneck for it."""
+
+from tests.unit.rulekit import UNKNOWN, expect, fired, healthy, verdict, when
+
+# measured on samples/io_wait.py: 6 threads waiting on a 20 ms dependency
+WAITING = {
+    "busy_threads_mean": 6.0,
+    "threads_busy": 6,
+    "busy_share_running": 0.004,
+    "busy_share_runnable": 0.005,
+    "busy_share_io": 0.99,
+    "busy_share_lock": 0.0,
+    "busy_share_gil": 0.0,
+    "process_cpu_cores": 0.03,
+    "process_cpu_share": 0.015,
+    "runq_to_oncpu_ratio": 1.2,
+}
+
+
+def test_healthy_busy_process_fires_nothing():
+    assert fired(healthy()) == set()
+    v = verdict(healthy())
+    assert v.primary == "unknown" and v.confidence == 0.0
+
+
+def test_waiting_on_a_dependency_is_io():
+    expect(healthy(**WAITING), "io", "dependency")
+
+
+def test_some_io_is_not_an_io_bottleneck():
+    assert when("io.waits_on_dependencies", healthy(busy_share_io=0.3)) is False
+
+
+def test_not_busy_is_idle_whatever_else():
+    m = healthy(busy_threads_mean=0.1, process_cpu_cores=0.01, idle_share=0.99)
+    assert fired(m) == {"idle.not_busy"}
+    v = verdict(m)
+    assert v.primary == "idle" and v.kind is None
+    assert v.confidence == 0.8  # 1 - 0.1 * 2
+
+
+def test_a_quarter_thread_busy_is_not_idle():
+    assert when("idle.not_busy", healthy(busy_threads_mean=0.3)) is False
+
+
+def test_without_thread_states_nothing_is_judged():
+    m = healthy(busy_threads_mean=None)
+    assert when("idle.not_busy", m) is UNKNOWN
+    assert when("io.waits_on_dependencies", {**m, **WAITING, "busy_threads_mean": None}) is UNKNOWN
+    v = verdict(m)
+    assert v.primary == "unknown"
+    assert "could not be evaluated for lack of data" in v.headline

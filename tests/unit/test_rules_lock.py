@@ -1,0 +1,97 @@
+"""Lock rules: several threads blocked on one futex address from one line while one runs
+inside is a lock; threads blocked on the interpreter's GIL is GIL contention."""
+
+from tests.unit.rulekit import UNKNOWN, expect, fired, healthy, verdict, when
+
+# measured on samples/lock_contention.py: 8 threads, one MODEL_LOCK, on a busy host
+CONTENDED = {
+    "busy_threads_mean": 7.4,
+    "threads_busy": 8,
+    "app_threads_busy": 8,
+    "busy_share_running": 0.13,
+    "busy_share_runnable": 0.25,
+    "busy_share_lock": 0.58,
+    "busy_share_gil": 0.03,
+    "runq_to_oncpu_ratio": 1.9,
+    "host_cpu_util": 1.0,
+    "host_other_cpu_share": 0.5,
+    "host_foreign_cpu_share": 0.43,
+    "process_share_of_cpu_used": 0.49,
+    "lock_top_waiters": 8,
+    "lock_waiters_max": 7,
+    "lock_top_share": 0.58,
+    "lock_top_wait_s": 14.8,
+    "lock_top_address": "0x556791aad580",
+    "lock_top_site": "handle (samples/lock_contention.py:32)",
+    "lock_top_holder_site": "predict (samples/lock_contention.py:26)",
+}
+
+# measured on samples/gil_contention.py: 6 threads of pure-Python postprocessing
+GIL_BOUND = {
+    "busy_threads_mean": 5.7,
+    "threads_busy": 6,
+    "busy_share_running": 0.16,
+    "busy_share_runnable": 0.09,
+    "busy_share_gil": 0.75,
+    "busy_share_lock": 0.0,
+    "gil_waiters_mean": 4.6,
+    "gil_waiters_max": 5,
+    "runq_to_oncpu_ratio": 0.55,
+}
+
+
+def test_threads_queueing_on_one_lock_is_a_lock_verdict():
+    m = healthy(**CONTENDED)
+    v = expect(m, "lock", "mutex")
+    top = v.findings[0]
+    assert top.rule.id == "lock.contended"
+    assert "8 threads waited 14.8 s" in top.summary
+    assert "handle (samples/lock_contention.py:32)" in top.summary
+    assert "predict (samples/lock_contention.py:26)" in top.summary
+
+
+def test_lock_handoffs_on_a_busy_host_are_not_oversubscription():
+    # the waiters wake and queue for a core, but none of them is CPU-bound: the run-queue
+    # wait is the other processes' doing, a secondary finding, never the verdict
+    m = healthy(**CONTENDED)
+    assert "scheduling.oversubscription" not in fired(m)
+    v = verdict(m)
+    assert [r["category"] for r in v.ranking()] == ["lock", "scheduling"]
+
+
+def test_one_waiter_behind_a_sleeping_holder_is_not_contention():
+    m = healthy(**{**CONTENDED, "lock_top_waiters": 1, "lock_waiters_max": 1})
+    assert when("lock.contended", m) is False
+
+
+def test_waiters_that_never_overlap_are_not_a_queue():
+    m = healthy(**{**CONTENDED, "lock_top_waiters": 3, "lock_waiters_max": 1})
+    assert when("lock.contended", m) is False
+
+
+def test_a_briefly_contended_lock_is_not_the_bottleneck():
+    m = healthy(**{**CONTENDED, "lock_top_share": 0.1, "busy_share_lock": 0.12})
+    assert when("lock.contended", m) is False
+
+
+def test_lock_unknown_without_python_stacks():
+    m = healthy(
+        **{**CONTENDED, "lock_top_waiters": None, "lock_waiters_max": None, "lock_top_share": None}
+    )
+    assert when("lock.contended", m) is UNKNOWN
+
+
+def test_threads_blocked_on_the_gil_is_a_gil_verdict():
+    v = expect(healthy(**GIL_BOUND), "lock", "gil")
+    assert "blocked on the GIL 75% of their busy time" in v.findings[0].summary
+
+
+def test_gil_near_misses():
+    assert when("lock.gil", healthy(**{**GIL_BOUND, "busy_share_gil": 0.15})) is False
+    # a fifth of busy time, but less than half a thread waiting on average
+    assert when("lock.gil", healthy(**{**GIL_BOUND, "gil_waiters_mean": 0.3})) is False
+
+
+def test_gil_unknown_when_its_address_was_not_found():
+    m = healthy(**{**GIL_BOUND, "busy_share_gil": None, "gil_waiters_mean": None})
+    assert when("lock.gil", m) is UNKNOWN

@@ -1,0 +1,143 @@
+"""Scheduling rules: threads wait for a core longer than they run; whose threads crowd the
+cores (the target's own CPU-bound threads, or other processes) tells the cases apart."""
+
+from tests.unit.rulekit import UNKNOWN, expect, fired, healthy, verdict, when
+
+# measured on the oversubscription sample: 4 request threads x 4 intra-op threads, 2 cores,
+# while other sessions on the host took most of the CPU (the target got 35% of it)
+OVERSUBSCRIBED = {
+    "busy_threads_mean": 15.0,
+    "threads_busy": 16,
+    "app_threads_busy": 4,
+    "native_threads_busy": 12,
+    "intra_op_threads_per_app": 4.0,
+    "cpu_bound_threads": 16,
+    "cpu_demand_threads_mean": 15.0,
+    "busy_share_running": 0.044,
+    "busy_share_runnable": 0.955,
+    "busy_share_lock": 0.0,
+    "busy_share_gil": 0.001,
+    "busy_share_io": 0.0,
+    "runq_to_oncpu_ratio": 21.7,
+    "process_cpu_cores": 0.7,
+    "process_cpu_share": 0.35,
+    "host_cpu_util": 1.0,
+    "host_other_cpu_share": 0.65,
+    "process_share_of_cpu_used": 0.35,
+    "ctx_switches_involuntary_per_s": 284.0,
+    "oncpu_source": "py-spy",
+    "oncpu_share_compute": None,
+    "oncpu_share_memory": None,
+    "oncpu_share_allocator": None,
+    "oncpu_share_model": 0.98,
+    "oncpu_share_other": 0.02,
+}
+
+# two CPU-bound threads on two cores while other processes hold the CPUs
+CROWDED_BY_OTHERS = {
+    "cpu_bound_threads": 2,
+    "busy_threads_mean": 2.0,
+    "busy_share_running": 0.33,
+    "busy_share_runnable": 0.67,
+    "runq_to_oncpu_ratio": 2.0,
+    "host_cpu_util": 1.0,
+    "host_other_cpu_share": 0.67,
+    "host_foreign_cpu_share": 0.63,
+    "process_share_of_cpu_used": 0.33,
+}
+
+
+def test_own_threads_outnumbering_the_cores_is_oversubscription():
+    m = healthy(**OVERSUBSCRIBED)
+    assert when("scheduling.oversubscription", m) is True
+    assert when("scheduling.cpu_contention", m) is False
+    v = expect(m, "scheduling", "oversubscription")
+    assert v.confidence > 0.7
+
+
+def test_oversubscription_fix_gives_the_numbers():
+    f = verdict(healthy(**OVERSUBSCRIBED)).findings[0]
+    assert f.fixes[0].startswith(
+        "Set intra_op_num_threads to 1: 2 cores available, 4 application threads, "
+        "4 intra-op threads each now"
+    )
+    assert "16 threads wanted a CPU nearly all the time on 2 cores" in f.summary
+
+
+def test_the_cpu_share_the_target_gets_does_not_decide_whose_threads_crowd():
+    # the kernel shares CPU time between sessions, not threads: a target with 16 CPU-bound
+    # threads may get a third of the CPU and still be oversubscribed by itself
+    m = healthy(**{**OVERSUBSCRIBED, "process_share_of_cpu_used": 0.2})
+    assert fired(m) >= {"scheduling.oversubscription"}
+    assert "scheduling.cpu_contention" not in fired(m)
+
+
+def test_waiting_about_as_long_as_running_is_not_yet_oversubscription():
+    m = healthy(**{**OVERSUBSCRIBED, "runq_to_oncpu_ratio": 0.9})
+    assert when("scheduling.oversubscription", m) is False
+
+
+def test_as_many_cpu_bound_threads_as_cores_crowded_by_others_is_cpu_contention():
+    m = healthy(**CROWDED_BY_OTHERS)
+    assert when("scheduling.oversubscription", m) is False
+    assert when("scheduling.cpu_contention", m) is True
+    v = expect(m, "scheduling", "cpu_contention")
+    assert "other processes took 63% of the cores" in v.findings[0].summary
+
+
+def test_queueing_on_an_idle_host_is_neither():
+    # threads wait for a core while the CPUs are half idle: no scheduling verdict to give
+    m = healthy(**{**CROWDED_BY_OTHERS, "host_cpu_util": 0.5, "host_other_cpu_share": 0.1})
+    assert not {"scheduling.oversubscription", "scheduling.cpu_contention"} & fired(m)
+
+
+def test_unknown_cores_leave_oversubscription_unevaluated():
+    m = healthy(**{**OVERSUBSCRIBED, "cores_available": None})
+    assert when("scheduling.oversubscription", m) is UNKNOWN
+
+
+def test_diagnose_overhead_is_said_but_never_the_verdict():
+    m = healthy(tool_cpu_cores=0.3, tool_cpu_share=0.3, runq_to_oncpu_ratio=0.8)
+    assert when("scheduling.diagnose_overhead", m) is True
+    v = verdict(m)
+    assert v.primary == "unknown"
+    assert [f.rule.id for f in v.findings] == ["scheduling.diagnose_overhead"]
+    assert "part of that wait is the measurement's" in v.findings[0].summary
+
+
+def test_diagnose_overhead_near_miss():
+    assert when("scheduling.diagnose_overhead", healthy(tool_cpu_share=0.05)) is False
+
+
+def test_default_pools_only_when_no_thread_variable_is_set():
+    m = healthy(openmp_loaded=1, pool_env_set=0, app_threads_busy=4)
+    assert when("scheduling.default_pools", m) is True
+    assert when("scheduling.default_pools", {**m, "pool_env_set": 1}) is False
+    assert when("scheduling.default_pools", {**m, "openmp_loaded": 0}) is False
+
+
+def test_migrations_and_growing_memory_are_advisories():
+    m = healthy(migrations_per_busy_thread_s=25.0, rss_growth_mb_per_min=150.0)
+    assert {"scheduling.migration", "scheduling.unbounded_queue"} <= fired(m)
+    assert verdict(m).primary == "unknown"
+    assert "scheduling.migration" not in fired(healthy(migrations_per_busy_thread_s=15.0))
+
+
+def test_kernel_time_is_an_advisory_for_busy_processes_only():
+    m = healthy(process_sys_share=0.3, ctx_switches_voluntary_per_s=9000.0)
+    assert when("scheduling.kernel_time", m) is True
+    assert verdict(m).primary == "unknown"
+    assert when("scheduling.kernel_time", healthy(process_sys_share=0.05)) is False
+    # a process using almost no CPU: its sys share says nothing
+    assert when("scheduling.kernel_time", {**m, "process_cpu_cores": 0.02}) is False
+
+
+def test_contention_and_overhead_unknown_without_their_measurements():
+    m = healthy(**{**CROWDED_BY_OTHERS, "host_other_cpu_share": None})
+    assert when("scheduling.cpu_contention", m) is UNKNOWN
+    m = healthy(runq_to_oncpu_ratio=0.8, tool_cpu_share=None)
+    assert when("scheduling.diagnose_overhead", m) is UNKNOWN
+
+
+def test_steady_memory_is_no_queue():
+    assert when("scheduling.unbounded_queue", healthy(rss_growth_mb_per_min=20.0)) is False
