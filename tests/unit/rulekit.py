@@ -89,6 +89,14 @@ HEALTHY: dict[str, Any] = {
     "preprocess_top_thread_share": 0.3,
     "preprocess_top_thread_busy": 0.9,
     "compute_top_function": "sgemm_kernel_HASWELL (libopenblas.so)",
+    # perf c2c ran and found no contended cache line
+    "c2c_lines_contended": 0,
+    "c2c_hitm_load_share": 0.0,
+    "c2c_top_line_address": "",
+    "c2c_top_line_hitm_share": 0.0,
+    "c2c_top_line_offsets": 0,
+    "c2c_top_line_threads": 0,
+    "c2c_top_line_symbols": "",
 }
 
 
