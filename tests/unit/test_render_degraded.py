@@ -36,6 +36,11 @@ def no_python(root: Path) -> None:
     set_collector(root, "gil", "unavailable", "the target is not a Python process", [])
 
 
+def no_stacks(root: Path) -> None:
+    no_python(root)
+    set_collector(root, "perf", "unavailable", "perf is not installed", ["native"])
+
+
 def no_proc(root: Path) -> None:
     no_python(root)
     set_collector(root, "proc", "failed", "cannot read /proc/PID/task: EACCES", ["proc"])
@@ -55,7 +60,8 @@ def unfinished(root: Path) -> None:
 
 CASES: dict[str, tuple[Callable[[Path], None], list[str]]] = {
     # case: (how the bundle is cut, what the HTML must say)
-    "not python": (no_python, ["On-CPU not available", "the target is not a Python process"]),
+    "not python": (no_python, ["the target is not a Python process"]),
+    "no stacks": (no_stacks, ["On-CPU not available", "perf is not installed"]),
     "no /proc": (no_proc, ["Not measured: proc failed: cannot read /proc/PID/task: EACCES"]),
     "no system.json": (no_system, ["system failed: system.json: disk full"]),
     "unfinished": (unfinished, ["The capture did not finish"]),
