@@ -527,6 +527,20 @@ def _holder(
     }
 
 
+def _inside_region(stack: tuple[str, ...], wait_site: str) -> bool:
+    """Does ``stack`` pass through the waiters' function at a line after ``wait_site``'s
+    (the body of ``with lock:``)?"""
+    m = re.match(r"^(.*) \((.*):(\d+)\)$", wait_site or "")
+    if not m:
+        return False
+    name, file, line = m.group(1), m.group(2), int(m.group(3))
+    for frame in stack:
+        f = re.match(r"^(.*) \((.*):(\d+)\)$", frame)
+        if f and f.group(1) == name and f.group(2) == file and int(f.group(3)) > line:
+            return True
+    return False
+
+
 def _sites_in_windows(
     data: BundleData, tids: np.ndarray, start: np.ndarray, end: np.ndarray, exclude: str
 ) -> Counter[str]:
@@ -535,7 +549,15 @@ def _sites_in_windows(
     sites: Counter[str] = Counter()
     iv = data.py_intervals
     if iv is not None and not iv.empty:
-        leaves = {sid: python_leaf(st) for sid, st in data.py_stacks.items()}
+        # py-spy's clock is aligned to the bundle's within a few ms, which is as long as a
+        # critical section: a stack that overlaps a window is only counted when it is inside
+        # the locked region (the waiters' function, past their line), where there is one.
+        inside = {sid for sid, st in data.py_stacks.items() if _inside_region(st, exclude)}
+        leaves = {
+            sid: python_leaf(st)
+            for sid, st in data.py_stacks.items()
+            if not inside or sid in inside
+        }
         mine = iv[iv["tid"].isin(set(tids.tolist()))].sort_values("start")
         per = {
             int(t): (g["start"].to_numpy(), g["end"].to_numpy(), g["stack_id"].to_numpy())

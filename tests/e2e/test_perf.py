@@ -125,10 +125,15 @@ def test_off_cpu_stacks_join_python_and_native_frames(lock_report):
     assert any("[kernel.kallsyms]" in f for f in frames)  # native/kernel, from perf
 
 
-def test_false_sharing_is_not_evaluated_without_c2c(lock_report):
+def test_false_sharing_is_never_judged_without_c2c(lock_report):
+    # the lock target's threads mostly wait: false sharing cannot be its bottleneck, so the
+    # rule is false; where threads mostly run it is "not evaluated" (test_perf_analysis.py)
     ne = {n["id"]: n for n in lock_report["not_evaluated"]}
-    fs = ne["memory_bandwidth.false_sharing"]
-    assert any("c2c unavailable" in r for r in fs["reasons"])
+    fs = ne.get("memory_bandwidth.false_sharing")
+    if lock_report["metrics"]["busy_share_running"] >= 0.5:
+        assert fs is not None and any("c2c unavailable" in r for r in fs["reasons"])
+    else:
+        assert fs is None
     assert lock_report["metrics"]["c2c_lines_contended"] is None
     assert all(f["kind"] != "false_sharing" for f in lock_report["findings"])
 

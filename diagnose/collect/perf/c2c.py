@@ -76,7 +76,7 @@ class C2cCollector(PerfCollectorBase):
         ctx.writer.write_json("c2c/lines.json", parsed.to_dict())
         files.append("c2c/lines.json")
         details.update(lines=len(parsed.lines), metric=parsed.metric)
-        window = ctx.elapsed()
+        window = ctx.window()
         status = CollectorStatus.OK
         reason = ""
         if window > MAX_SECONDS + 1:

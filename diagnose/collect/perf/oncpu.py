@@ -100,7 +100,7 @@ class PerfCollector(PerfCollectorBase):
             problems.append(
                 f"the recording reached its {MAX_BYTES // 2**20} MB cap at {t_last:.1f} s"
             )
-        return self.conclude(ctx, problems, files, details, lost)
+        return self.conclude(ctx, problems, files, details, lost, recorded=n)
 
     def _write(
         self, ctx: CaptureContext, lines: Iterable[str]

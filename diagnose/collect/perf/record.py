@@ -195,14 +195,23 @@ class PerfCollectorBase(Collector):
         files: list[str],
         details: dict[str, Any],
         lost: int = 0,
+        recorded: int = 0,
     ) -> CollectorRecord:
-        """ok, or partial with every reason (dropped events, the target's exit, ...)."""
+        """ok, or partial with every reason (dropped events, the target's exit, ...).
+
+        A few dropped events on a busy host (under 1% of what was recorded) are noted, not
+        counted as a partial recording."""
+        notes: list[str] = []
         if lost:
-            problems.append(f"the kernel dropped {lost} events (ring buffer full)")
+            text = f"the kernel dropped {lost} events (ring buffer full)"
+            if recorded and lost < 0.01 * (recorded + lost):
+                notes.append(f"{text}: under 1% of the {recorded} recorded")
+            else:
+                problems.append(text)
         if ctx.target_exited.is_set():
             problems.append("the target exited during the capture")
         status = CollectorStatus.PARTIAL if problems else CollectorStatus.OK
-        return self.record(status, "; ".join(problems), files, **details)
+        return self.record(status, "; ".join(problems + notes), files, **details)
 
 
 def perf_script(

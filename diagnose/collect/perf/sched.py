@@ -138,12 +138,12 @@ class PerfSchedCollector(PerfCollectorBase):
                 f"the recording reached its {_size(rec.max_bytes)} cap (--max-size) at "
                 f"{last} s: events after that are missing"
             )
-        window = ctx.elapsed()
+        window = ctx.window()
         if window > MAX_SECONDS + 1:
             problems.append(f"recorded the first {MAX_SECONDS:.0f} s of the {window:.0f} s window")
         if not self.futex:
             problems.append(f"no futex tracepoints: {caps.reason('futex_tracepoints')}")
-        return self.conclude(ctx, problems, files, details, lost)
+        return self.conclude(ctx, problems, files, details, lost, recorded=summary.events)
 
 
 def write_tables(
