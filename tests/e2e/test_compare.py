@@ -4,6 +4,7 @@ threads on one model lock (before) against 2 (after)."""
 from __future__ import annotations
 
 import json
+import time
 import shutil
 import subprocess
 import tempfile
@@ -149,10 +150,16 @@ def test_html_draws_the_differential_flame_graphs_offline(bundles, comparison):
     driver = _chrome()
     try:
         driver.get((after / "compare.html").as_uri())
-        slices = driver.execute_script(
+        query = (
             "return Array.from(document.querySelectorAll('.flame')).map("
             "e => [e.id, e.querySelectorAll('g.slice').length])"
         )
+        # plotly draws asynchronously: on a loaded host give it time (no timing asserted)
+        deadline = time.monotonic() + 20
+        slices = driver.execute_script(query)
+        while time.monotonic() < deadline and not all(n for _, n in slices):
+            time.sleep(0.25)
+            slices = driver.execute_script(query)
         errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
     finally:
         driver.quit()
