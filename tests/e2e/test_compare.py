@@ -4,10 +4,10 @@ threads on one model lock (before) against 2 (after)."""
 from __future__ import annotations
 
 import json
-import time
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
