@@ -332,7 +332,29 @@ def diff_tree(
         cols["after"].append(round(a, 4))
         cols["size"].append(round(size, 4))
     cols["delta"] = [round(a - b, 4) for b, a in zip(cols["before"], cols["after"], strict=True)]
+    _parents_cover_children(cols)
     return cols
+
+
+def _parents_cover_children(cols: dict[str, list[Any]]) -> None:
+    """plotly's icicle (branchvalues 'total') draws nothing at all if a node's children sum
+    to more than the node, which rounding can cause by 0.0001: raise such parents."""
+    index = {node: i for i, node in enumerate(cols["ids"])}
+    children: dict[int, list[int]] = {}
+    for i, parent in enumerate(cols["parents"]):
+        if parent in index:
+            children.setdefault(index[parent], []).append(i)
+    sizes = cols["size"]
+    order: list[int] = []  # parents before children; walked backwards = children first
+    stack = [0]
+    while stack:
+        i = stack.pop()
+        order.append(i)
+        stack.extend(children.get(i, []))
+    for i in reversed(order):
+        total = sum(sizes[k] for k in children.get(i, []))
+        if total > sizes[i]:
+            sizes[i] = round(total + 0.0001, 4)
 
 
 def hot_and_cold(

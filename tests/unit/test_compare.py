@@ -230,3 +230,19 @@ def test_caveats_name_what_differs_besides_the_change():
     assert "differ in length (5.0 s and 1.0 s)" in text
     assert "the after capture is partial (target_exited)" in text
     assert "collector perf was unavailable only before" in text
+
+
+def test_parents_always_cover_their_children_after_rounding():
+    # GIVEN stacks whose values round so that children would sum past their parent
+    from diagnose.compare import diff_tree
+
+    before = {("a", f"b{i}"): 0.33334 for i in range(3)}
+    after = {("a", f"b{i}"): 0.33336 for i in range(3)}
+    t = diff_tree(before, after)
+    # THEN plotly's 'total' branch values hold for every node
+    size = dict(zip(t["ids"], t["size"], strict=True))
+    kids: dict[str, float] = {}
+    for node, parent in zip(t["ids"], t["parents"], strict=True):
+        if parent:
+            kids[parent] = kids.get(parent, 0.0) + size[node]
+    assert all(total <= size[p] for p, total in kids.items()), (kids, size)
