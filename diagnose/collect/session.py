@@ -1,7 +1,7 @@
 """One capture: resolve the target, run the collectors together, write the bundle.
 
-Safety properties this module owns (tested in tests/e2e/test_attach_safety.py):
-- one capture per target at a time (an flock the kernel releases if we die);
+Safety properties this module owns (tested in tests/e2e/test_safety_*.py):
+- one capture per target at a time (an abstract socket the kernel releases if we die);
 - helpers are stopped (SIGINT, grace, SIGKILL) on every path out, signals included;
 - the target is never left stopped: its state is checked at the end and a SIGSTOP left
   behind by a killed tracer is undone;
@@ -14,19 +14,18 @@ Safety properties this module owns (tested in tests/e2e/test_attach_safety.py):
 from __future__ import annotations
 
 import contextlib
-import fcntl
+import errno
 import os
 import signal
 import socket
+import struct
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO
 
 from diagnose import __version__
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus, Manifest
@@ -72,37 +71,52 @@ def default_out_dir(pid: int) -> Path:
 
 
 class _TargetLock:
-    """An exclusive flock per target PID: a second capture fails at once, never waits."""
+    """One capture per target PID at a time: a second one fails at once, never waits.
+
+    The lock is an abstract Unix socket named after the PID (Linux): there is no file, so
+    nothing for another user to plant a symlink at in a shared /tmp; every user's diagnose
+    sees it; the kernel releases it when its holder exits, however it exits; and the
+    holder's PID in the message comes from the kernel (SO_PEERCRED), not from a file.
+    Where such sockets cannot be made (a sandbox), the capture goes on unlocked.
+    """
 
     def __init__(self, pid: int) -> None:
-        self.path = Path(tempfile.gettempdir()) / f"diagnose-{pid}.lock"
-        self.fh: IO[str] | None = None
+        self.pid = pid
+        self.address = f"\0diagnose-capture-{pid}"
+        self.sock: socket.socket | None = None
 
     def acquire(self) -> None:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        fh = os.fdopen(fd, "r+")
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = fh.read().strip()
-            fh.close()
+            sock.bind(self.address)
+            sock.listen(1)
+        except OSError as exc:
+            sock.close()
+            if exc.errno != errno.EADDRINUSE:
+                return  # no abstract sockets here: nothing to lock with
+            holder = self._holder()
             raise Busy(
-                f"another diagnose capture of PID {self.path.stem.split('-')[-1]} is running"
+                f"another diagnose capture of PID {self.pid} is running"
                 + (f" (diagnose PID {holder})" if holder else "")
                 + "; wait for it to finish"
             ) from None
-        fh.seek(0)
-        fh.truncate()
-        fh.write(str(os.getpid()))
-        fh.flush()
-        self.fh = fh
+        self.sock = sock
+
+    def _holder(self) -> int | None:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            probe.settimeout(0.5)
+            try:
+                probe.connect(self.address)
+                cred = probe.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+            except OSError:
+                return None
+        pid = struct.unpack("3i", cred)[0]
+        return pid or None
 
     def release(self) -> None:
-        if self.fh is not None:
-            with contextlib.suppress(OSError):
-                fcntl.flock(self.fh, fcntl.LOCK_UN)
-            self.fh.close()
-            self.fh = None
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
 
 
 def _thread_states(pid: int) -> dict[int, str]:
