@@ -22,7 +22,7 @@ from diagnose.errors import BadRules
 from diagnose.tomlfile import TomlFile
 from diagnose.verdict.expr import UNKNOWN, ExprError, compile_expr
 from diagnose.verdict.ruleset import MAX_RULES_PER_FILE, load_file
-from diagnose.verdict.template import TemplateError, compile_template
+from diagnose.verdict.template import TemplateError, compile_template, format_value
 from tests.conftest import ROOT
 
 KNOWN = known_metrics()
@@ -164,6 +164,12 @@ def test_any_message_compiles_or_is_rejected_and_renders_without_raising(src, va
 def test_code_in_a_message_is_rejected(src):
     with pytest.raises(TemplateError):
         compile_template(src, KNOWN)
+
+
+@FUZZ
+@given(metric_values, st.sampled_from(["", "d", ".1f", ".0%", ".3g", ".99f"]))
+def test_any_value_formats(value, spec):
+    assert isinstance(format_value(value, spec), str)
 
 
 # -- TOML files and rule files ------------------------------------------------------------
