@@ -25,7 +25,9 @@ from diagnose.formats.speedscope import intervals_to_speedscope, samples_to_spee
 from diagnose.formats.stacks import (
     Interval,
     StackTable,
+    clean_frame,
     format_folded,
+    parse_folded,
     parse_thread_frame,
 )
 
@@ -157,6 +159,30 @@ def test_raw_folded_and_messages_never_raise(text):
 
 # -- folded stacks and speedscope ---------------------------------------------------------
 stacks = st.lists(names.filter(bool), min_size=1, max_size=5).map(tuple)
+
+
+@FUZZ
+@given(st.lists(st.tuples(stacks, st.floats(0, 1e9)), max_size=20))
+def test_folded_round_trip_keeps_every_stack_whatever_its_names_hold(rows):
+    # GIVEN frames holding ';', newlines, U+2028 and other line breaks, spaces
+    text = format_folded(rows)
+    # THEN each stack is one line, read back as written (separators made harmless)
+    totals: dict[tuple[str, ...], float] = {}
+    for stack, weight in rows:
+        totals[stack] = totals.get(stack, 0) + weight
+    expected = sorted(
+        (tuple(clean_frame(f) for f in stack), float(round(w)))
+        for stack, w in totals.items()
+        if round(w) > 0
+    )
+    assert sorted(parse_folded(text)) == expected
+
+
+@FUZZ
+@given(st.lists(st.tuples(stacks, st.one_of(st.floats(), st.integers()))))
+def test_folded_ignores_weights_it_cannot_write(rows):
+    for line in format_folded(rows).split("\n")[:-1]:
+        assert line.rpartition(" ")[2].isdigit()
 
 
 intervals = st.builds(
