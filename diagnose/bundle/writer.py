@@ -33,19 +33,43 @@ def _output_error(path: Path, exc: OSError) -> OutputError:
     return OutputError(f"cannot write {path}: {exc.strerror or exc}")
 
 
-def write_json_atomic(path: Path, obj: Any) -> None:
-    """Write ``obj`` as JSON to ``path`` so that ``path`` is either old or complete."""
+def _open_private_tmp(path: Path) -> tuple[Path, int]:
+    """Create ``.NAME.tmp`` next to ``path`` afresh, 0600: a file or symlink already there
+    (a bundle received from someone else may hold one) is replaced, never written through."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    return tmp, os.open(tmp, flags, FILE_MODE)
+
+
+def _write_atomic(path: Path, write: Any) -> None:
+    """Write through ``write(fh)`` so that ``path`` is either old or complete."""
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+        tmp, fd = _open_private_tmp(path)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(obj, fh, indent=1, ensure_ascii=False, allow_nan=False, default=str)
-            fh.write("\n")
+            write(fh)
         os.replace(tmp, path)
     except OSError as exc:
         with contextlib.suppress(OSError):  # ENOTDIR, EROFS...: nothing was written
             tmp.unlink()
         raise _output_error(path, exc) from exc
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    """Write ``obj`` as JSON to ``path`` so that ``path`` is either old or complete."""
+
+    def write(fh: IO[str]) -> None:
+        json.dump(obj, fh, indent=1, ensure_ascii=False, allow_nan=False, default=str)
+        fh.write("\n")
+
+    _write_atomic(path, write)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` (0600) so that ``path`` is either old or complete."""
+    _write_atomic(path, lambda fh: fh.write(text))
 
 
 class BundleWriter:
@@ -106,16 +130,7 @@ class BundleWriter:
 
     def write_text(self, rel: str, text: str) -> Path:
         p = self.path(rel)
-        tmp = p.with_name(f".{p.name}.tmp")
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            os.replace(tmp, p)
-        except OSError as exc:
-            with contextlib.suppress(OSError):  # ENOTDIR, EROFS...: nothing was written
-                tmp.unlink()
-            raise _output_error(p, exc) from exc
+        write_text_atomic(p, text)
         return p
 
     def write_manifest(self, manifest: Manifest) -> None:

@@ -222,3 +222,19 @@ def test_members_that_point_outside_the_bundle_are_not_read(tmp_path):
     text = "".join((root / f).read_text() for f in ("report.json", "report.md", "report.html"))
     assert "root:x:0:0" not in text
     assert "points outside the bundle" in text
+
+
+def test_reports_are_never_written_through_a_planted_link(tmp_path):
+    # GIVEN links planted where the reports' temporary files go, pointing at a file that
+    # must not change (root running `diagnose report` on someone else's bundle)
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    root = damaged(tmp_path, "proc/cpus.csv", (SOURCE / "proc/cpus.csv").read_bytes())
+    for name in ("report.html", "report.md", "report.json"):
+        (root / f".{name}.tmp").symlink_to(victim)
+    (root / "report.md").symlink_to(victim)  # and the report itself
+    assert report_cli(root)[0] == 0
+    assert victim.read_text() == "precious\n"
+    for name in ("report.html", "report.md", "report.json"):
+        p = root / name
+        assert p.is_file() and not p.is_symlink() and p.stat().st_mode & 0o077 == 0
