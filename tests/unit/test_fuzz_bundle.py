@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from diagnose.bundle.manifest import Manifest
@@ -29,6 +29,7 @@ from diagnose.cli import main
 from diagnose.errors import BadBundle, DiagnoseError
 from diagnose.report import write_reports
 from tests.conftest import FIXTURES
+from tests.unit.fuzzing import fuzz
 
 SOURCE = FIXTURES / "bundles" / "lock_contention"
 MEMBERS = sorted(p.relative_to(SOURCE).as_posix() for p in SOURCE.rglob("*") if p.is_file())
@@ -43,11 +44,7 @@ READ = {
     "python/threads.csv",
     "python/gil.folded",
 }
-FUZZ = settings(
-    max_examples=40,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+FUZZ = fuzz(40)
 
 
 def _damages(data: bytes, seed: int) -> dict[str, bytes | None]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from diagnose.collect import procfs
@@ -30,8 +30,9 @@ from diagnose.formats.stacks import (
     parse_folded,
     parse_thread_frame,
 )
+from tests.unit.fuzzing import fuzz
 
-FUZZ = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = fuzz(400)
 
 any_text = st.text(max_size=300)
 digits_and_noise = st.text(alphabet="0123456789 -+x\n\t()abcdefRSTZ:", max_size=200)

@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from diagnose.analyse.frames import load_frame_rules, split_frame
@@ -24,14 +24,11 @@ from diagnose.verdict.expr import UNKNOWN, ExprError, compile_expr
 from diagnose.verdict.ruleset import MAX_RULES_PER_FILE, load_file
 from diagnose.verdict.template import TemplateError, compile_template, format_value
 from tests.conftest import ROOT
+from tests.unit.fuzzing import fuzz
 
 KNOWN = known_metrics()
 NAMES = sorted(KNOWN)[:12]
-FUZZ = settings(
-    max_examples=300,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+FUZZ = fuzz(300)
 
 # -- values a metric may hold, including the ones analysis should never produce ---------
 metric_values = st.one_of(
