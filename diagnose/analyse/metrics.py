@@ -462,7 +462,7 @@ def _process_metrics(data: BundleData, m: dict[str, Any], series: dict[str, Any]
             p[col] = pd.to_numeric(p[col], errors="coerce")
     cpu = (p["utime"] + p["stime"]).to_numpy()
     m["process_cpu_cores"] = _r((cpu[-1] - cpu[0]) / span, 3)
-    if m.get("cores_available"):
+    if m.get("cores_available") and m["process_cpu_cores"] is not None:
         m["process_cpu_share"] = _r(m["process_cpu_cores"] / m["cores_available"], 3)
     rss = p["rss_bytes"].to_numpy() / (1024 * 1024)
     m["rss_mb"] = _r(rss[-1], 1)

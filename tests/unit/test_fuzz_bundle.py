@@ -107,6 +107,20 @@ def test_each_member_damaged_each_way(tmp_path, rel, kind):
         assert rel in reasons, reasons[:500]
 
 
+def test_a_counter_that_is_not_a_number_leaves_its_metrics_unmeasured(tmp_path):
+    # GIVEN process.csv whose last tick holds a CPU counter that is not a number
+    lines = (SOURCE / "proc/process.csv").read_text().split("\n")
+    header = lines[0].split(",")
+    last = lines[-2].split(",")
+    last[header.index("utime")] = "oops"
+    lines[-2] = ",".join(last)
+    root = damaged(tmp_path, "proc/process.csv", "\n".join(lines).encode())
+    # THEN the report is written; the CPU metrics of the process are not invented
+    assert report_cli(root)[0] == 0
+    metrics = json.loads((root / "report.json").read_text())["metrics"]
+    assert metrics["process_cpu_cores"] is None and metrics["process_cpu_share"] is None
+
+
 # -- random damage ----------------------------------------------------------------------
 @FUZZ
 @given(
