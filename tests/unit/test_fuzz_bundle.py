@@ -18,6 +18,7 @@ import shutil
 import zlib
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 from hypothesis import given
@@ -105,6 +106,20 @@ def test_each_member_damaged_each_way(tmp_path, rel, kind):
     if rel in READ and kind in ("garbage", "wrong-table", "nul") and rel != "python/gil.folded":
         # and what could not be used is named, with the file
         assert rel in reasons, reasons[:500]
+
+
+@pytest.mark.parametrize("rel", ["proc/threads.csv", "proc/process.csv", "python/intervals.csv"])
+def test_a_row_cut_short_is_dropped_and_every_complete_row_kept(tmp_path, rel):
+    # GIVEN a table whose writer was killed in the middle of its last row
+    full = (SOURCE / rel).read_bytes()
+    rows = full.rstrip(b"\n").split(b"\n")
+    root = damaged(tmp_path, rel, full[: len(full) - len(rows[-1]) // 2 - 2])
+    # THEN every complete row is read and the cut one is not
+    df = Bundle.open(root).table(rel, ["t"] if rel.startswith("proc") else ["tid"])
+    assert len(df) == len(rows) - 2  # the header and the cut row
+    assert not df.isna().all(axis=1).any()
+    expected = Bundle.open(SOURCE).table(rel, []).iloc[:-1]
+    pd.testing.assert_frame_equal(df, expected, check_dtype=False)
 
 
 def test_a_counter_that_is_not_a_number_leaves_its_metrics_unmeasured(tmp_path):
