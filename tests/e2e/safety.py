@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import signal
 import subprocess
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import psutil
+
+from tests.e2e.cli import diagnose_argv
 
 HELPER_NAMES = ("py-spy", "perf")
 
@@ -101,6 +105,21 @@ def kill_helpers(pid: int) -> None:
     for p in helpers_of(pid):
         with contextlib.suppress(psutil.Error):
             p.kill()
+
+
+def _no_core_dumps() -> None:  # a crashed diagnose must not litter the tree with a core file
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def start_attach(pid: int, out: Path, seconds: float, *extra: str) -> subprocess.Popen[str]:
+    """``diagnose attach PID -d SECONDS -o OUT EXTRA...`` in the background, stderr piped."""
+    return subprocess.Popen(
+        diagnose_argv("attach", str(pid), "-d", str(seconds), "-o", str(out), *extra),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_no_core_dumps,
+    )
 
 
 def cpu_seconds(pid: int) -> float:

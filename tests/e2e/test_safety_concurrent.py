@@ -16,25 +16,11 @@ import psutil
 from diagnose.collect.session import _TargetLock
 from diagnose.errors import Busy, ExitCode
 from tests.conftest import run_sample
-from tests.e2e.cli import diagnose_argv, kill_all, run_cli, sample_argv, wait_for
-from tests.e2e.safety import settled_health, wait_no_helpers
+from tests.e2e.cli import kill_all, run_cli, sample_argv, wait_for
+from tests.e2e.safety import settled_health, start_attach, wait_no_helpers
+from tests.e2e.test_exit_codes import one_line_error
 
 PROC_ONLY = ("--collectors", "proc")
-
-
-def one_line_error(res: subprocess.CompletedProcess[str]) -> str:
-    lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("diagnose: error: "), res.stderr
-    return lines[0]
-
-
-def attach(pid: int, out: Path, seconds: float, *extra: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        diagnose_argv("attach", str(pid), "-d", str(seconds), "-o", str(out), *extra),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 def assert_complete_bundle(out: Path) -> None:
@@ -46,7 +32,7 @@ def assert_complete_bundle(out: Path) -> None:
 
 def test_second_capture_fails_at_once_while_the_first_goes_on(tmp_path):
     with run_sample("lock_contention", "--threads", "2", seconds=60) as s:
-        first = attach(s.pid, tmp_path / "first", 12)
+        first = start_attach(s.pid, tmp_path / "first", 12)
         try:
             wait_for(lambda: (tmp_path / "first" / "manifest.json").exists(), 30, "capture 1")
             # WHEN a second capture of the same process starts
@@ -68,7 +54,7 @@ def test_second_capture_fails_at_once_while_the_first_goes_on(tmp_path):
 def test_captures_started_together_one_wins_the_others_fail_cleanly(tmp_path):
     # GIVEN three captures of one process started at the same moment
     with run_sample("lock_contention", "--threads", "2", seconds=60) as s:
-        procs = [attach(s.pid, tmp_path / f"b{i}", 3, *PROC_ONLY) for i in range(3)]
+        procs = [start_attach(s.pid, tmp_path / f"b{i}", 3, *PROC_ONLY) for i in range(3)]
         results = [(p.wait(timeout=120), p.stderr.read() if p.stderr else "") for p in procs]
         assert not wait_no_helpers(s.pid, 5)
         assert settled_health(s.pid).ok
@@ -94,7 +80,7 @@ def test_the_same_process_through_its_wrapper_is_the_same_capture(tmp_path):
         wait_for(lambda: _python_child(wrapper.pid) is not None, 20, "the wrapped service")
         child = _python_child(wrapper.pid)
         assert child is not None
-        first = attach(child, tmp_path / "first", 12, *PROC_ONLY)
+        first = start_attach(child, tmp_path / "first", 12, *PROC_ONLY)
         try:
             wait_for(lambda: (tmp_path / "first" / "manifest.json").exists(), 30, "capture 1")
             # WHEN diagnose is pointed at the wrapper, which it follows to the same child
@@ -122,7 +108,7 @@ def _python_child(pid: int) -> int | None:
 def test_the_lock_goes_with_a_killed_capture(tmp_path):
     # GIVEN a capture that is killed outright (no chance to clean up)
     with run_sample("lock_contention", "--threads", "2", seconds=60) as s:
-        first = attach(s.pid, tmp_path / "first", 30, *PROC_ONLY)
+        first = start_attach(s.pid, tmp_path / "first", 30, *PROC_ONLY)
         wait_for(lambda: (tmp_path / "first" / "manifest.json").exists(), 30, "capture 1")
         first.send_signal(signal.SIGKILL)
         first.wait()
