@@ -48,7 +48,9 @@ def health(pid: int) -> Health:
             try:
                 with open(f"/proc/{pid}/task/{tid}/stat", encoding="utf-8", errors="replace") as f:
                     stat = f.read()
-                with open(f"/proc/{pid}/task/{tid}/status", encoding="utf-8") as f:
+                with open(
+                    f"/proc/{pid}/task/{tid}/status", encoding="utf-8", errors="replace"
+                ) as f:
                     status = f.read()
             except OSError:
                 continue  # the thread exited meanwhile
