@@ -8,7 +8,9 @@ Safety properties this module owns (tested in tests/e2e/test_safety_*.py):
 - the bundle's manifest is written first with ``state: capturing`` and rewritten at the
   end, so even a capture that was killed leaves a readable, partial bundle;
 - the bundle is bounded in bytes (``max_bundle_bytes``) and leaves ``min_free_bytes`` on
-  the disk: over either, the capture ends early and keeps what it recorded.
+  the disk: over either, the capture ends early and keeps what it recorded; and
+  ``RESERVE_BYTES`` set aside at the start are freed when recording ends, so that even a
+  disk that filled up (another process wrote to it) leaves room to finish the manifest.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from diagnose.collect.target import Target, check_trace_access, resolve_target
 from diagnose.errors import Busy, OutputError, UsageError
 
 ProgressFn = Callable[[str], None]
+RESERVE_BYTES = 1024 * 1024
 
 
 @dataclass
@@ -247,6 +250,7 @@ def _capture_locked(
         },
     )
     writer.write_manifest(manifest)
+    writer.reserve(RESERVE_BYTES)
     stopped_before = any(s == "T" for s in _thread_states(target.pid).values())
     records: dict[str, CollectorRecord] = {}
     running: list[Collector] = []
@@ -279,6 +283,7 @@ def _capture_locked(
             for c in running:
                 with contextlib.suppress(Exception):
                     c.stop()
+            writer.release_reserve()  # room to finish the bundle, should the disk be full
             for c in running:
                 try:
                     records[c.name] = c.finish(ctx, timeout=30)
@@ -293,6 +298,7 @@ def _capture_locked(
                     )
     finally:
         kill_all_children()
+        writer.release_reserve()
         note = ensure_not_stopped(target.pid, stopped_before)
         ended_wall = datetime.now(timezone.utc)
         manifest.collectors = {c.name: records[c.name] for c in collectors if c.name in records}
@@ -330,7 +336,7 @@ def _wait(
         if ctx.target_exited.is_set() or not ctx.target.alive():
             ctx.target_exited.set()
             return "target_exited"
-        if now - last_budget_check >= 1.0:
+        if now - last_budget_check >= 0.25:  # a few file sizes: cheap
             last_budget_check = now
             try:
                 size = writer.size_bytes()
