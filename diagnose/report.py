@@ -98,7 +98,8 @@ def write_reports(
     formats = formats or list(FORMATS)
     d = diagnose(bundle_path, rules_dirs)
     paths = output_paths(bundle_path, formats, out)
-    for fmt, path in paths.items():
+    # the small reports first: on a disk that fills up, they are the ones that fit
+    for fmt, path in sorted(paths.items(), key=lambda kv: kv[0] == "html"):
         if fmt == "json":
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)

@@ -21,6 +21,7 @@ from diagnose.errors import OutputError
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
+RESERVE = ".reserve"  # disk set aside during a capture, to finish the bundle on a full disk
 
 
 def _output_error(path: Path, exc: OSError) -> OutputError:
@@ -136,10 +137,32 @@ class BundleWriter:
     def write_manifest(self, manifest: Manifest) -> None:
         self.write_json("manifest.json", manifest.to_dict())
 
+    def reserve(self, nbytes: int) -> None:
+        """Set ``nbytes`` of disk aside (``.reserve``) so that a capture that fills the disk
+        can still finish its bundle: :meth:`release_reserve` frees it once recording ends."""
+        path = self.root / RESERVE
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
+        except OSError:
+            return
+        try:
+            os.posix_fallocate(fd, 0, nbytes)
+        except OSError:  # no room even for that, or no fallocate here: go on without
+            with contextlib.suppress(OSError):
+                path.unlink()
+        finally:
+            os.close(fd)
+
+    def release_reserve(self) -> None:
+        with contextlib.suppress(OSError):
+            (self.root / RESERVE).unlink()
+
     def size_bytes(self) -> int:
         total = 0
         for dirpath, _dirs, files in os.walk(self.root):
             for name in files:
+                if name == RESERVE and dirpath == str(self.root):
+                    continue
                 try:
                     total += os.lstat(os.path.join(dirpath, name)).st_size
                 except OSError:

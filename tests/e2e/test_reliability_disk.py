@@ -18,10 +18,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from diagnose.collect.base import CaptureOptions
 from diagnose.collect.proc_sampler import THREAD_COLUMNS
+from diagnose.collect.session import capture
 from tests.conftest import ROOT
-from tests.e2e.cli import run_cli
-from tests.e2e.safety import settled_health, started, wait_no_helpers
+from tests.e2e.cli import run_cli, wait_for
+from tests.e2e.safety import settled_health, start_attach, started, wait_no_helpers
 from tests.e2e.test_exit_codes import one_line_error
 
 #: 300 threads sampled at 100 Hz: proc/threads.csv grows by about 2 MB a second
@@ -93,6 +95,7 @@ def test_the_budget_stops_the_capture_and_keeps_the_bundle(tmp_path):
     # recording stopped near the budget (checked four times a second; what was streamed
     # in the meantime is the overshoot); conversion and reports come on top of it
     assert recorded_bytes(out) < 2 * 2 * MB
+    assert not (out / ".reserve").exists()
     assert (out / "report.json").is_file()
     assert_rows_whole(out)
     assert assert_reportable(out, tmp_path)["capture"]["ended_by"] == "disk_budget"
@@ -105,3 +108,54 @@ def test_a_disk_too_full_to_start_is_refused_and_nothing_is_left(tmp_path):
         assert list(disk.iterdir()) == []
     assert res.returncode == 6, res.stderr
     assert "MiB free" in one_line_error(res)
+
+
+def test_a_disk_that_fills_up_ends_the_capture_cleanly(tmp_path):
+    # GIVEN a 4 MB filesystem that the capture itself fills within seconds; diagnose's
+    # command line keeps 256 MiB free and would stop first, so this runs the library with
+    # that margin off, to reach a write that fails with ENOSPC
+    with tmpfs(tmp_path / "tiny", 4) as disk, started(BUSY_TARGET) as target:
+        result = capture(
+            target.pid, disk / "b", CaptureOptions(duration=30, proc_rate=100, min_free_bytes=0)
+        )
+        assert not wait_no_helpers(target.pid, 5)
+        assert settled_health(target.pid).ok
+        bundle = disk / "b"
+        # THEN the capture ended early, and the manifest on disk says how
+        manifest = json.loads((bundle / "manifest.json").read_text())
+        assert manifest["state"] == "complete"
+        assert manifest["capture"]["ended_by"] == "disk_full" == result.manifest.capture["ended_by"]
+        assert manifest["capture"]["duration_actual"] < 25
+        proc = manifest["collectors"]["proc"]
+        assert proc["status"] == "partial" and "No space left" in proc["reason"]
+        assert manifest["collectors"]["system"]["status"] == "ok"
+        # every row written is whole, and the bundle gives a report (written elsewhere)
+        assert_rows_whole(bundle)
+        report = assert_reportable(bundle, tmp_path)
+        assert report["metrics"]["threads_total"] >= 300
+
+
+def test_a_disk_filled_by_someone_else_during_a_capture(tmp_path):
+    # GIVEN a 400 MB filesystem with 300 MB free; WHEN another process fills it to below
+    # the 128 MiB diagnose keeps, during a capture through the command line
+    with tmpfs(tmp_path / "shared", 400) as disk, started(BUSY_TARGET) as target:
+        fill(disk / "other-1", 100 * MB)
+        out = disk / "b"
+        proc = start_attach(target.pid, out, 60, *FAST)
+        try:
+            wait_for(lambda: (out / "proc" / "threads.csv").exists(), 60, "the capture")
+            fill(disk / "other-2", 180 * MB)
+            _, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert not wait_no_helpers(target.pid, 5)
+        assert settled_health(target.pid).ok
+        # THEN it stops early: exit 6, one line, the finished bundle and its report kept
+        assert proc.returncode == 6, err
+        assert "the disk filled up" in err and len(err.strip().splitlines()) == 1, err
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert manifest["capture"]["ended_by"] == "disk_full"
+        assert manifest["state"] == "complete"
+        assert (out / "report.json").is_file()
+        assert_rows_whole(out)
