@@ -7,6 +7,7 @@ exactly, whatever characters it holds."""
 
 from __future__ import annotations
 
+import io
 import json
 import math
 
@@ -21,7 +22,11 @@ from diagnose.formats.pyspy import (
     parse_raw,
     parse_summary,
 )
-from diagnose.formats.speedscope import intervals_to_speedscope, samples_to_speedscope
+from diagnose.formats.speedscope import (
+    intervals_to_speedscope,
+    samples_to_speedscope,
+    write_evented_speedscope,
+)
 from diagnose.formats.stacks import (
     Interval,
     StackTable,
@@ -208,6 +213,19 @@ def test_speedscope_is_valid_json_for_any_intervals(ivs, thread_names):
             depth += 1 if ev["type"] == "O" else -1
             assert depth >= 0
         assert depth == 0  # every frame opened is closed
+
+
+@FUZZ
+@given(st.lists(intervals, max_size=30), st.dictionaries(st.integers(0, 5), names))
+def test_streamed_speedscope_is_the_same_document(ivs, thread_names):
+    # the file written one thread at a time (long captures) is the one built in memory
+    fh = io.StringIO()
+    by_tid: dict[int, list[Interval]] = {}
+    for iv in ivs:
+        by_tid.setdefault(iv.tid, []).append(iv)
+    threads = ((tid, thread_names.get(tid, ""), by_tid[tid]) for tid in sorted(by_tid))
+    write_evented_speedscope(fh, threads, "x")
+    assert json.loads(fh.getvalue()) == intervals_to_speedscope(ivs, thread_names, "x")
 
 
 @FUZZ
