@@ -9,6 +9,9 @@ the target's threads). After each:
 - what diagnose had recorded is kept: the bundle left behind (``state: capturing`` when it
   was killed) still gives a report, with its rows up to the moment of the kill.
 
+And session.ensure_not_stopped: a target left stopped mid-capture is continued (and the
+manifest says so); one an operator stopped before the capture is left stopped.
+
 Kill points come from a seeded generator: DIAGNOSE_KILL_SEED picks another series,
 DIAGNOSE_KILL_CASES (default 3) sets the kills per mode. docs/reliability.md has the figures
 of a longer run.
@@ -35,6 +38,7 @@ from tests.conftest import run_sample
 from tests.e2e.cli import run_cli, wait_for
 from tests.e2e.safety import (
     cpu_rate,
+    health,
     helpers_of,
     settled_health,
     start_attach,
@@ -224,3 +228,33 @@ def test_a_helper_whose_diagnose_died_before_it_armed_its_death_signal_exits():
     code = "from diagnose.collect.child import _preexec\n_preexec(1)()\nprint('ran')\n"
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert res.returncode == 1 and "ran" not in res.stdout
+
+
+def test_a_target_left_stopped_during_the_capture_is_continued(tmp_path):
+    # GIVEN a target that something stops mid-capture (what a tracer dying at the wrong
+    # moment leaves behind: a pending SIGSTOP), THEN diagnose continues it and says so
+    out = tmp_path / "b"
+    with run_sample("lock_contention", "--threads", "2", seconds=120) as s:
+        proc = start_attach(s.pid, out, 4.0, "--blocking")
+        wait_for(lambda: (out / "proc" / "threads.csv").exists(), 60, "the capture")
+        os.kill(s.pid, signal.SIGSTOP)
+        _, err = proc.communicate(timeout=120)
+        assert_unharmed(s.pid, "stopped mid-capture")
+        assert cpu_rate(s.pid, 1.0) > 0  # it runs again
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert "diagnose sent it SIGCONT" in manifest["capture"]["safety_note"], err
+
+
+def test_a_target_stopped_before_the_capture_is_left_as_it_was(tmp_path):
+    # GIVEN a target an operator stopped on purpose, THEN diagnose does not resume it
+    out = tmp_path / "b"
+    with run_sample("lock_contention", "--threads", "2", seconds=120) as s:
+        os.kill(s.pid, signal.SIGSTOP)
+        wait_for(lambda: health(s.pid).stopped, 10, "the stop")
+        res = run_cli("attach", str(s.pid), "-d", "2", "-o", str(out), timeout=120)
+        assert not wait_no_helpers(s.pid, 5)
+        h = health(s.pid)
+        assert set(h.stopped.values()) == {"T"} and not h.traced, h
+        os.kill(s.pid, signal.SIGCONT)
+    assert res.returncode in (0, 5), res.stderr
+    assert "safety_note" not in json.loads((out / "manifest.json").read_text())["capture"]
