@@ -221,7 +221,10 @@ def _lookup(m: Mapping[str, Any], name: str) -> Value:
     if isinstance(v, bool):
         return v
     if _is_num(v):
-        fv = float(v)
+        try:
+            fv = float(v)
+        except OverflowError:  # an integer beyond float range is no measurement
+            return UNKNOWN
         return fv if math.isfinite(fv) else UNKNOWN
     if isinstance(v, str):
         return v

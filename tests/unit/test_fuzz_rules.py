@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from diagnose.analyse.frames import load_frame_rules, split_frame
@@ -66,6 +66,7 @@ expressions = st.one_of(token_soup, st.text(max_size=120))
 
 @FUZZ
 @given(expressions, metrics)
+@example(NAMES[0], {NAMES[0]: 10**400})  # found by DIAGNOSE_FUZZ=10: OverflowError
 def test_any_condition_compiles_or_is_rejected_and_never_raises_when_evaluated(src, values):
     compiled = _compiled_or_rejected(compile_expr, src, ExprError)
     if compiled is None:
