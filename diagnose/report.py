@@ -6,7 +6,6 @@ bundle alone, so editing rules and re-running ``diagnose report`` recomputes eve
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from typing import Any
 from diagnose.analyse import Analysis, analyse
 from diagnose.bundle.manifest import CollectorStatus
 from diagnose.bundle.reader import Bundle
-from diagnose.bundle.writer import write_json_atomic
+from diagnose.bundle.writer import write_json_atomic, write_text_atomic
 from diagnose.errors import OutputError, UsageError
 from diagnose.render.model import build_report
 from diagnose.verdict import judge, load_rules
@@ -67,16 +66,11 @@ def diagnose(bundle_path: Path, rules_dirs: Iterable[Path] = ()) -> Diagnosis:
 
 def write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` (0600) so that ``path`` is either old or complete."""
-    tmp = path.with_name(f".{path.name}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text, encoding="utf-8")
-        tmp.chmod(0o600)
-        tmp.replace(path)
     except OSError as exc:
-        with contextlib.suppress(OSError):  # ENOTDIR, EROFS...: nothing was written
-            tmp.unlink()
         raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    write_text_atomic(path, text)
 
 
 def output_paths(
@@ -104,7 +98,8 @@ def write_reports(
     formats = formats or list(FORMATS)
     d = diagnose(bundle_path, rules_dirs)
     paths = output_paths(bundle_path, formats, out)
-    for fmt, path in paths.items():
+    # the small reports first: on a disk that fills up, they are the ones that fit
+    for fmt, path in sorted(paths.items(), key=lambda kv: kv[0] == "html"):
         if fmt == "json":
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)

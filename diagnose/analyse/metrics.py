@@ -537,7 +537,7 @@ def _process_metrics(data: BundleData, m: dict[str, Any], series: dict[str, Any]
         tool = pd.to_numeric(p["tool_cpu_s"], errors="coerce").dropna()
         if len(tool) >= 2:
             m["tool_cpu_cores"] = _r(max(0.0, float(tool.iloc[-1] - tool.iloc[0])) / span, 3)
-    if m.get("cores_available"):
+    if m.get("cores_available") and m["process_cpu_cores"] is not None:
         m["process_cpu_share"] = _r(m["process_cpu_cores"] / m["cores_available"], 3)
     rss = p["rss_bytes"].to_numpy() / (1024 * 1024)
     m["rss_mb"] = _r(rss[-1], 1)

@@ -81,6 +81,8 @@ class Bundle:
             return pd.DataFrame({c: pd.Series(dtype="float64") for c in required})
         except (ValueError, UnicodeDecodeError, OSError, pd.errors.ParserError) as exc:
             raise BadBundle(f"{rel} is not a readable table: {_one_line(exc)}") from exc
+        if len(df) and not _ends_with_newline(p):
+            df = df.iloc[:-1]  # its last row was cut short: diagnose was stopped mid-write
         missing = [c for c in required if c not in df.columns]
         if missing:
             raise BadBundle(f"{rel} lacks column(s) {', '.join(missing)}")
@@ -110,6 +112,15 @@ class Bundle:
     def usable(self, name: str) -> bool:
         """True when collector ``name`` recorded data (ok or partial)."""
         return self.collector(name).status in (CollectorStatus.OK, CollectorStatus.PARTIAL)
+
+
+def _ends_with_newline(p: Path) -> bool:
+    try:
+        with p.open("rb") as fh:
+            fh.seek(-1, 2)
+            return fh.read(1) == b"\n"
+    except OSError:
+        return True
 
 
 def _one_line(exc: BaseException) -> str:

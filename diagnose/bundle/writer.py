@@ -21,6 +21,7 @@ from diagnose.errors import OutputError
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
+RESERVE = ".reserve"  # disk set aside during a capture, to finish the bundle on a full disk
 
 
 def _output_error(path: Path, exc: OSError) -> OutputError:
@@ -33,19 +34,43 @@ def _output_error(path: Path, exc: OSError) -> OutputError:
     return OutputError(f"cannot write {path}: {exc.strerror or exc}")
 
 
-def write_json_atomic(path: Path, obj: Any) -> None:
-    """Write ``obj`` as JSON to ``path`` so that ``path`` is either old or complete."""
+def _open_private_tmp(path: Path) -> tuple[Path, int]:
+    """Create ``.NAME.tmp`` next to ``path`` afresh, 0600: a file or symlink already there
+    (a bundle received from someone else may hold one) is replaced, never written through."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    return tmp, os.open(tmp, flags, FILE_MODE)
+
+
+def _write_atomic(path: Path, write: Any) -> None:
+    """Write through ``write(fh)`` so that ``path`` is either old or complete."""
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+        tmp, fd = _open_private_tmp(path)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(obj, fh, indent=1, ensure_ascii=False, allow_nan=False, default=str)
-            fh.write("\n")
+            write(fh)
         os.replace(tmp, path)
     except OSError as exc:
         with contextlib.suppress(OSError):  # ENOTDIR, EROFS...: nothing was written
             tmp.unlink()
         raise _output_error(path, exc) from exc
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    """Write ``obj`` as JSON to ``path`` so that ``path`` is either old or complete."""
+
+    def write(fh: IO[str]) -> None:
+        json.dump(obj, fh, indent=1, ensure_ascii=False, allow_nan=False, default=str)
+        fh.write("\n")
+
+    _write_atomic(path, write)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` (0600) so that ``path`` is either old or complete."""
+    _write_atomic(path, lambda fh: fh.write(text))
 
 
 class BundleWriter:
@@ -106,25 +131,38 @@ class BundleWriter:
 
     def write_text(self, rel: str, text: str) -> Path:
         p = self.path(rel)
-        tmp = p.with_name(f".{p.name}.tmp")
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            os.replace(tmp, p)
-        except OSError as exc:
-            with contextlib.suppress(OSError):  # ENOTDIR, EROFS...: nothing was written
-                tmp.unlink()
-            raise _output_error(p, exc) from exc
+        write_text_atomic(p, text)
         return p
 
     def write_manifest(self, manifest: Manifest) -> None:
         self.write_json("manifest.json", manifest.to_dict())
 
+    def reserve(self, nbytes: int) -> None:
+        """Set ``nbytes`` of disk aside (``.reserve``) so that a capture that fills the disk
+        can still finish its bundle: :meth:`release_reserve` frees it once recording ends."""
+        path = self.root / RESERVE
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
+        except OSError:
+            return
+        try:
+            os.posix_fallocate(fd, 0, nbytes)
+        except OSError:  # no room even for that, or no fallocate here: go on without
+            with contextlib.suppress(OSError):
+                path.unlink()
+        finally:
+            os.close(fd)
+
+    def release_reserve(self) -> None:
+        with contextlib.suppress(OSError):
+            (self.root / RESERVE).unlink()
+
     def size_bytes(self) -> int:
         total = 0
         for dirpath, _dirs, files in os.walk(self.root):
             for name in files:
+                if name == RESERVE and dirpath == str(self.root):
+                    continue
                 try:
                     total += os.lstat(os.path.join(dirpath, name)).st_size
                 except OSError:

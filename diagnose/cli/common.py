@@ -12,7 +12,7 @@ import click
 from diagnose.collect.base import CaptureOptions
 from diagnose.collect.registry import COLLECTORS, parse_collectors
 from diagnose.collect.session import CaptureResult
-from diagnose.errors import ExitCode
+from diagnose.errors import ExitCode, OutputError
 from diagnose.render.terminal import render_summary
 from diagnose.report import write_reports
 
@@ -176,13 +176,33 @@ def report_capture(
     if result.target.note:
         click.echo(f"diagnose: {result.target.note}", err=True)
     d, paths = write_reports(result.bundle, formats, None, rules_dirs)
+    cut_short = _cut_short_by_disk(result)
     if as_json:
-        click.echo(json.dumps(d.report, indent=1))
+        if not cut_short:  # stdout holds the JSON only with exit codes 0 and 5
+            click.echo(json.dumps(d.report, indent=1))
     else:
         main_path = paths.get("html") or next(iter(paths.values()))
         click.echo(render_summary(d.report, str(main_path), color=sys.stdout.isatty()))
         for line in notes:
             click.echo(line)
         click.echo(f"Bundle: {result.bundle}")
+    if cut_short:
+        raise OutputError(cut_short)
     if result.partial:
         sys.exit(int(ExitCode.PARTIAL))
+
+
+def _cut_short_by_disk(result: CaptureResult) -> str:
+    """Why the disk ended the capture early (exit code 6), or ""."""
+    capture = result.manifest.capture
+    ended_by = capture.get("ended_by")
+    if ended_by not in ("disk_budget", "disk_full"):
+        return ""
+    why = (
+        "the bundle reached --max-bundle-mb" if ended_by == "disk_budget" else "the disk filled up"
+    )
+    return (
+        f"the capture stopped after {capture.get('duration_actual', 0):.1f} s of "
+        f"{capture.get('duration_requested', 0):g} s: {why}; the bundle and its report "
+        f"are kept in {result.bundle}"
+    )

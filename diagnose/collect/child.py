@@ -2,8 +2,9 @@
 
 Each is started in its own session, so a Ctrl-C in the terminal reaches diagnose only and
 diagnose decides how to stop them; each gets SIGINT from the kernel if diagnose dies
-(``PR_SET_PDEATHSIG``), which makes py-spy and perf write what they have and exit; and each
-is given a bounded run time of its own (``--duration``, ``-- sleep``) as a last resort.
+(``PR_SET_PDEATHSIG``), which makes py-spy and perf write what they have and exit (one
+that finds diagnose already gone when it arms the signal exits at once); and each is given
+a bounded run time of its own (``--duration``, ``-- sleep``) as a last resort.
 Stopping is SIGINT, a grace period, then SIGKILL.
 """
 
@@ -17,7 +18,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 _PR_SET_PDEATHSIG = 1
@@ -29,10 +30,15 @@ _LIVE: set[subprocess.Popen[bytes]] = set()
 _LIVE_LOCK = threading.Lock()
 
 
-def _pdeathsig() -> None:  # runs in the child between fork and exec
-    os.umask(0o077)  # what the tool writes into the bundle is private too
-    if _libc is not None:
-        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGINT, 0, 0, 0)
+def _preexec(parent: int) -> Callable[[], None]:
+    def run() -> None:  # runs in the child between fork and exec
+        os.umask(0o077)  # what the tool writes into the bundle is private too
+        if _libc is not None:
+            _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGINT, 0, 0, 0)
+        if os.getppid() != parent:  # diagnose died before the signal was armed
+            os._exit(1)
+
+    return run
 
 
 class Child:
@@ -57,7 +63,7 @@ class Child:
                 stdout=subprocess.PIPE if stdout_pipe else fd,
                 stderr=fd,
                 start_new_session=True,
-                preexec_fn=_pdeathsig,
+                preexec_fn=_preexec(os.getpid()),
                 cwd=cwd,
                 close_fds=True,
             )

@@ -353,6 +353,8 @@ class ProcSampler(Collector):
                     tf.close()
                 return None
             raise
+        except ValueError:  # a file we cannot parse (procfs.py says what): no row this tick
+            return None
         vcsw = ivcsw = migrations = ""
         if slow:
             status = _read_file(f"{base}/{tid}/status")

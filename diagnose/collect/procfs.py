@@ -97,11 +97,15 @@ class Stat:
 
 
 def parse_stat(text: str) -> Stat:
-    """Parse /proc/PID[/task/TID]/stat. The comm may hold spaces and parentheses."""
-    lpar = text.index("(")
-    rpar = text.rindex(")")
-    comm = text[lpar + 1 : rpar]
+    """Parse /proc/PID[/task/TID]/stat. The comm may hold spaces and parentheses.
+
+    Raises ValueError when ``text`` is not such a line (as every parser here does)."""
+    lpar = text.find("(")
+    rpar = text.rfind(")")
     rest = text[rpar + 2 :].split()
+    if lpar < 0 or rpar < lpar or len(rest) < 24 - 2:
+        raise ValueError(f"not a /proc stat line: {text[:60]!r}")
+    comm = text[lpar + 1 : rpar]
     # rest[0] is field 3 (state); field N is rest[N - 3]
     return Stat(
         comm=comm,
@@ -120,6 +124,8 @@ def parse_stat(text: str) -> Stat:
 def parse_schedstat(text: str) -> tuple[int, int, int]:
     """/proc/.../schedstat: (ns on CPU, ns waiting on a run queue, timeslices run)."""
     parts = text.split()
+    if len(parts) < 3:
+        raise ValueError(f"not a /proc schedstat line: {text[:60]!r}")
     return int(parts[0]), int(parts[1]), int(parts[2])
 
 
@@ -157,18 +163,22 @@ def parse_sched_migrations(text: str) -> int | None:
     return None
 
 
+MAX_CPUS = 1 << 16  # a list naming more CPUs than this is not one the kernel wrote
+
+
 def parse_cpu_list(text: str) -> list[int]:
-    """'0-3,8,10-11' -> [0, 1, 2, 3, 8, 10, 11]."""
+    """'0-3,8,10-11' -> [0, 1, 2, 3, 8, 10, 11]. ValueError for anything else."""
     cpus: list[int] = []
     for part in text.strip().split(","):
         part = part.strip()
         if not part:
             continue
-        if "-" in part:
-            lo, hi = part.split("-", 1)
-            cpus.extend(range(int(lo), int(hi) + 1))
-        else:
-            cpus.append(int(part))
+        lo, sep, hi = part.partition("-")
+        first = int(lo)
+        last = int(hi) if sep else first
+        if not 0 <= first <= last < MAX_CPUS or len(cpus) + last - first >= MAX_CPUS:
+            raise ValueError(f"not a CPU list: {text[:60]!r}")
+        cpus.extend(range(first, last + 1))
     return cpus
 
 
@@ -183,6 +193,8 @@ def parse_proc_stat_cpus(text: str) -> dict[int, tuple[int, int]]:
             cpu = int(fields[0][3:])
             vals = [int(v) for v in fields[1:]]
         except ValueError:
+            continue
+        if len(vals) < 4:
             continue
         # user nice system idle iowait irq softirq steal guest guest_nice
         idle = vals[3] + (vals[4] if len(vals) > 4 else 0)

@@ -10,8 +10,9 @@ blocking py-spy with native frames.
 py-spy writes ``chrometrace`` (timestamped stack changes, merged while a thread's stack
 stays the same) in chunks of at most ``CHUNK_SECONDS``, so py-spy's memory stays bounded
 and a capture cut short keeps every finished chunk. After the capture the chunks are
-converted into ``python/intervals.csv`` + ``python/stacks.csv`` (the per-sample form the
-analysis reads), ``python/stacks.folded`` and ``python/python.speedscope.json``.
+converted, one chunk in memory at a time, into ``python/intervals.csv`` +
+``python/stacks.csv`` (the per-sample form the analysis reads), ``python/stacks.folded``
+and ``python/python.speedscope.json`` (:class:`PythonTables`).
 
 The ``gil`` collector runs a second py-spy with ``--gil`` (``raw`` format): the samples
 in which each thread held the GIL.
@@ -27,7 +28,9 @@ import shutil
 import sys
 import threading
 import time
+from array import array
 from pathlib import Path
+from typing import IO, Any
 
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
 from diagnose.collect.base import CaptureContext, Collector, CollectorFailed
@@ -39,7 +42,7 @@ from diagnose.formats.pyspy import (
     parse_raw,
     parse_summary,
 )
-from diagnose.formats.speedscope import intervals_to_speedscope
+from diagnose.formats.speedscope import write_evented_speedscope
 from diagnose.formats.stacks import Interval, StackTable, format_folded
 
 CHUNK_SECONDS = 60.0
@@ -210,8 +213,7 @@ class PySpyCollector(Collector):
             "chunks": len(runner.chunks),
             "py_spy": pyspy_version(self.binary or "py-spy"),
         }
-        intervals: list[Interval] = []
-        names: dict[int, str] = {}
+        tables = PythonTables(ctx)
         problems: list[str] = []
         samples_total = 0
         errors_total = 0
@@ -228,23 +230,24 @@ class PySpyCollector(Collector):
                     else f"py-spy exited with {rc}"
                 )
                 continue
-            try:
+            try:  # one chunk (at most CHUNK_SECONDS) in memory at a time
                 events = json.loads(path.read_text(encoding="utf-8", errors="replace"))
                 chunk_iv, chunk_names = chrometrace_intervals(events, offset=spawn_t)
             except (json.JSONDecodeError, FormatError) as exc:
                 problems.append(f"{rel}: unreadable py-spy output ({exc})")
                 continue
-            intervals.extend(chunk_iv)
-            names.update(chunk_names)
+            del events
+            tables.add(chunk_iv, chunk_names)
             if chunk_iv:  # the time py-spy really sampled, start-up excluded
                 covered += max(i.end for i in chunk_iv) - min(i.start for i in chunk_iv)
         details["samples"] = samples_total
         details["sample_errors"] = errors_total
         files = [c[0] for c in runner.chunks if (ctx.writer.root / c[0]).is_file()]
-        if not intervals:
+        if not tables.intervals:
+            tables.discard()
             reason = problems[0] if problems else "py-spy recorded no samples"
             return self.record(CollectorStatus.FAILED, reason, files, **details)
-        files += write_python_tables(ctx, intervals, names)
+        files += tables.finish()
         window = ctx.window()
         details["covered_s"] = round(covered, 2)
         if problems:
@@ -264,43 +267,97 @@ class PySpyCollector(Collector):
         return self.record(CollectorStatus.OK, "", files, **details)
 
 
-def write_python_tables(
-    ctx: CaptureContext, intervals: list[Interval], names: dict[int, str]
-) -> list[str]:
-    """intervals.csv, stacks.csv, threads.csv, stacks.folded, python.speedscope.json."""
-    table = StackTable()
-    w = ctx.writer
-    with w.open_text("python/intervals.csv") as fh:
-        cw = csv.writer(fh)
-        cw.writerow(["tid", "start", "end", "stack_id"])
+class PythonTables:
+    """Streams py-spy's intervals, chunk by chunk, into the bundle's Python tables:
+    intervals.csv, stacks.csv, threads.csv, stacks.folded, python.speedscope.json.
+
+    Memory stays bounded over a long capture: rows go to disk as they come; what is kept is
+    one entry per distinct stack, thread and (thread, stack) pair, and 20 bytes per
+    interval (start, end, stack id) for the speedscope file, written one thread at a time.
+    """
+
+    def __init__(self, ctx: CaptureContext) -> None:
+        self.ctx = ctx
+        self.table = StackTable()
+        self.names: dict[int, str] = {}
+        self.folded: dict[tuple[int, int], float] = {}
+        self.spans: dict[int, tuple[array[float], array[float], array[int]]] = {}
+        self.intervals = 0
+        self._fh: IO[str] | None = None
+        self._csv: Any = None
+
+    def add(self, intervals: list[Interval], names: dict[int, str]) -> None:
+        self.names.update(names)
+        if not intervals:
+            return
+        if self._fh is None:
+            self._fh = self.ctx.writer.open_text("python/intervals.csv")
+            self._csv = csv.writer(self._fh)
+            self._csv.writerow(["tid", "start", "end", "stack_id"])
         for iv in intervals:
-            cw.writerow([iv.tid, round(iv.start, 4), round(iv.end, 4), table.intern(iv.stack)])
-    with w.open_text("python/stacks.csv") as fh:
-        cw = csv.writer(fh)
-        cw.writerow(["stack_id", "frames"])
-        for sid, stack in enumerate(table.stacks):
-            cw.writerow([sid, ";".join(f.replace(";", ":") for f in stack)])
-    with w.open_text("python/threads.csv") as fh:
-        cw = csv.writer(fh)
-        cw.writerow(["tid", "name"])
-        for tid, name in sorted(names.items()):
-            cw.writerow([tid, name])
-    folded_rows = []
-    for iv in intervals:
-        head = f"thread ({iv.tid}): {names.get(iv.tid, '')}"
-        folded_rows.append(((head, *iv.stack), (iv.end - iv.start) * 1000.0))
-    w.write_text("python/stacks.folded", format_folded(folded_rows))
-    w.write_json(
-        "python/python.speedscope.json",
-        intervals_to_speedscope(intervals, names, name=f"Python stacks of PID {ctx.target.pid}"),
-    )
-    return [
-        "python/intervals.csv",
-        "python/stacks.csv",
-        "python/threads.csv",
-        "python/stacks.folded",
-        "python/python.speedscope.json",
-    ]
+            sid = self.table.intern(iv.stack)
+            self._csv.writerow([iv.tid, round(iv.start, 4), round(iv.end, 4), sid])
+            key = (iv.tid, sid)
+            self.folded[key] = self.folded.get(key, 0.0) + (iv.end - iv.start) * 1000.0
+            starts, ends, sids = self.spans.setdefault(iv.tid, (array("d"), array("d"), array("l")))
+            starts.append(iv.start)
+            ends.append(iv.end)
+            sids.append(sid)
+        self.intervals += len(intervals)
+        self._fh.flush()
+
+    def discard(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+
+    def finish(self) -> list[str]:
+        assert self._fh is not None
+        self._fh.close()
+        w = self.ctx.writer
+        with w.open_text("python/stacks.csv") as fh:
+            cw = csv.writer(fh)
+            cw.writerow(["stack_id", "frames"])
+            for sid, stack in enumerate(self.table.stacks):
+                cw.writerow([sid, ";".join(f.replace(";", ":") for f in stack)])
+        with w.open_text("python/threads.csv") as fh:
+            cw = csv.writer(fh)
+            cw.writerow(["tid", "name"])
+            for tid, name in sorted(self.names.items()):
+                cw.writerow([tid, name])
+        stacks = self.table.stacks
+        w.write_text(
+            "python/stacks.folded",
+            format_folded(
+                ((f"thread ({tid}): {self.names.get(tid, '')}", *stacks[sid]), weight)
+                for (tid, sid), weight in self.folded.items()
+            ),
+        )
+        final = w.path("python/python.speedscope.json")
+        tmp = final.with_name(f".{final.name}.tmp")
+        with w.open_text(f"python/{tmp.name}") as fh:
+            write_evented_speedscope(
+                fh,
+                (
+                    (tid, self.names.get(tid, ""), self._thread_intervals(tid))
+                    for tid in sorted(self.spans)
+                ),
+                name=f"Python stacks of PID {self.ctx.target.pid}",
+            )
+        os.replace(tmp, final)
+        return [
+            "python/intervals.csv",
+            "python/stacks.csv",
+            "python/threads.csv",
+            "python/stacks.folded",
+            "python/python.speedscope.json",
+        ]
+
+    def _thread_intervals(self, tid: int) -> list[Interval]:
+        starts, ends, sids = self.spans[tid]
+        stacks = self.table.stacks
+        return [
+            Interval(tid, a, b, stacks[sid]) for a, b, sid in zip(starts, ends, sids, strict=True)
+        ]
 
 
 class GilCollector(Collector):

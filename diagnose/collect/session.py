@@ -1,32 +1,33 @@
 """One capture: resolve the target, run the collectors together, write the bundle.
 
-Safety properties this module owns (tested in tests/e2e/test_attach_safety.py):
-- one capture per target at a time (an flock the kernel releases if we die);
+Safety properties this module owns (tested in tests/e2e/test_safety_*.py):
+- one capture per target at a time (an abstract socket the kernel releases if we die);
 - helpers are stopped (SIGINT, grace, SIGKILL) on every path out, signals included;
 - the target is never left stopped: its state is checked at the end and a SIGSTOP left
   behind by a killed tracer is undone;
 - the bundle's manifest is written first with ``state: capturing`` and rewritten at the
   end, so even a capture that was killed leaves a readable, partial bundle;
 - the bundle is bounded in bytes (``max_bundle_bytes``) and leaves ``min_free_bytes`` on
-  the disk: over either, the capture ends early and keeps what it recorded.
+  the disk: over either, the capture ends early and keeps what it recorded; and
+  ``RESERVE_BYTES`` set aside at the start are freed when recording ends, so that even a
+  disk that filled up (another process wrote to it) leaves room to finish the manifest.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
+import errno
 import os
 import signal
 import socket
+import struct
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO
 
 from diagnose import __version__
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus, Manifest
@@ -39,6 +40,7 @@ from diagnose.collect.target import Target, check_trace_access, resolve_target
 from diagnose.errors import Busy, OutputError, UsageError
 
 ProgressFn = Callable[[str], None]
+RESERVE_BYTES = 1024 * 1024
 
 
 @dataclass
@@ -72,37 +74,52 @@ def default_out_dir(pid: int) -> Path:
 
 
 class _TargetLock:
-    """An exclusive flock per target PID: a second capture fails at once, never waits."""
+    """One capture per target PID at a time: a second one fails at once, never waits.
+
+    The lock is an abstract Unix socket named after the PID (Linux): there is no file, so
+    nothing for another user to plant a symlink at in a shared /tmp; every user's diagnose
+    sees it; the kernel releases it when its holder exits, however it exits; and the
+    holder's PID in the message comes from the kernel (SO_PEERCRED), not from a file.
+    Where such sockets cannot be made (a sandbox), the capture goes on unlocked.
+    """
 
     def __init__(self, pid: int) -> None:
-        self.path = Path(tempfile.gettempdir()) / f"diagnose-{pid}.lock"
-        self.fh: IO[str] | None = None
+        self.pid = pid
+        self.address = f"\0diagnose-capture-{pid}"
+        self.sock: socket.socket | None = None
 
     def acquire(self) -> None:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        fh = os.fdopen(fd, "r+")
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = fh.read().strip()
-            fh.close()
+            sock.bind(self.address)
+            sock.listen(1)
+        except OSError as exc:
+            sock.close()
+            if exc.errno != errno.EADDRINUSE:
+                return  # no abstract sockets here: nothing to lock with
+            holder = self._holder()
             raise Busy(
-                f"another diagnose capture of PID {self.path.stem.split('-')[-1]} is running"
+                f"another diagnose capture of PID {self.pid} is running"
                 + (f" (diagnose PID {holder})" if holder else "")
                 + "; wait for it to finish"
             ) from None
-        fh.seek(0)
-        fh.truncate()
-        fh.write(str(os.getpid()))
-        fh.flush()
-        self.fh = fh
+        self.sock = sock
+
+    def _holder(self) -> int | None:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            probe.settimeout(0.5)
+            try:
+                probe.connect(self.address)
+                cred = probe.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+            except OSError:
+                return None
+        pid = struct.unpack("3i", cred)[0]
+        return pid or None
 
     def release(self) -> None:
-        if self.fh is not None:
-            with contextlib.suppress(OSError):
-                fcntl.flock(self.fh, fcntl.LOCK_UN)
-            self.fh.close()
-            self.fh = None
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
 
 
 def _thread_states(pid: int) -> dict[int, str]:
@@ -233,6 +250,7 @@ def _capture_locked(
         },
     )
     writer.write_manifest(manifest)
+    writer.reserve(RESERVE_BYTES)
     stopped_before = any(s == "T" for s in _thread_states(target.pid).values())
     records: dict[str, CollectorRecord] = {}
     running: list[Collector] = []
@@ -265,6 +283,7 @@ def _capture_locked(
             for c in running:
                 with contextlib.suppress(Exception):
                     c.stop()
+            writer.release_reserve()  # room to finish the bundle, should the disk be full
             for c in running:
                 try:
                     records[c.name] = c.finish(ctx, timeout=30)
@@ -279,6 +298,7 @@ def _capture_locked(
                     )
     finally:
         kill_all_children()
+        writer.release_reserve()
         note = ensure_not_stopped(target.pid, stopped_before)
         ended_wall = datetime.now(timezone.utc)
         manifest.collectors = {c.name: records[c.name] for c in collectors if c.name in records}
@@ -316,7 +336,7 @@ def _wait(
         if ctx.target_exited.is_set() or not ctx.target.alive():
             ctx.target_exited.set()
             return "target_exited"
-        if now - last_budget_check >= 1.0:
+        if now - last_budget_check >= 0.25:  # a few file sizes: cheap
             last_budget_check = now
             try:
                 size = writer.size_bytes()

@@ -7,10 +7,11 @@ speedscope's time-order view shows what each thread did when); perf samples beco
 
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
 from collections.abc import Iterable
-from typing import Any
+from typing import IO, Any
 
 from diagnose.formats.stacks import Interval, Stack
 
@@ -40,6 +41,40 @@ class _Frames:
         return i
 
 
+def _evented_profile(frames: _Frames, tid: int, ivs: list[Interval], name: str) -> dict[str, Any]:
+    """One thread's intervals (sorted by start) as an evented profile."""
+    events: list[dict[str, Any]] = []
+    open_stack: Stack = ()
+    last_end = ivs[0].start
+    for iv in ivs:
+        if iv.start > last_end + 1e-9:  # a gap: close everything
+            for f in reversed(open_stack):
+                events.append({"type": "C", "frame": frames.get(f), "at": last_end})
+            open_stack = ()
+        common = 0
+        for a, b in zip(open_stack, iv.stack, strict=False):
+            if a != b:
+                break
+            common += 1
+        at = max(iv.start, last_end) if open_stack else iv.start
+        for f in reversed(open_stack[common:]):
+            events.append({"type": "C", "frame": frames.get(f), "at": at})
+        for f in iv.stack[common:]:
+            events.append({"type": "O", "frame": frames.get(f), "at": at})
+        open_stack = iv.stack
+        last_end = max(last_end, iv.end)
+    for f in reversed(open_stack):
+        events.append({"type": "C", "frame": frames.get(f), "at": last_end})
+    return {
+        "type": "evented",
+        "name": f"{name or 'thread'} (tid {tid})",
+        "unit": "seconds",
+        "startValue": ivs[0].start,
+        "endValue": last_end,
+        "events": events,
+    }
+
+
 def intervals_to_speedscope(
     intervals: Iterable[Interval], names: dict[int, str], name: str
 ) -> dict[str, Any]:
@@ -47,41 +82,12 @@ def intervals_to_speedscope(
     by_tid: dict[int, list[Interval]] = defaultdict(list)
     for iv in intervals:
         by_tid[iv.tid].append(iv)
-    profiles = []
-    for tid in sorted(by_tid):
-        ivs = sorted(by_tid[tid], key=lambda i: i.start)
-        events: list[dict[str, Any]] = []
-        open_stack: Stack = ()
-        last_end = ivs[0].start
-        for iv in ivs:
-            if iv.start > last_end + 1e-9:  # a gap: close everything
-                for f in reversed(open_stack):
-                    events.append({"type": "C", "frame": frames.get(f), "at": last_end})
-                open_stack = ()
-            common = 0
-            for a, b in zip(open_stack, iv.stack, strict=False):
-                if a != b:
-                    break
-                common += 1
-            at = max(iv.start, last_end) if open_stack else iv.start
-            for f in reversed(open_stack[common:]):
-                events.append({"type": "C", "frame": frames.get(f), "at": at})
-            for f in iv.stack[common:]:
-                events.append({"type": "O", "frame": frames.get(f), "at": at})
-            open_stack = iv.stack
-            last_end = max(last_end, iv.end)
-        for f in reversed(open_stack):
-            events.append({"type": "C", "frame": frames.get(f), "at": last_end})
-        profiles.append(
-            {
-                "type": "evented",
-                "name": f"{names.get(tid, '') or 'thread'} (tid {tid})",
-                "unit": "seconds",
-                "startValue": ivs[0].start,
-                "endValue": last_end,
-                "events": events,
-            }
+    profiles = [
+        _evented_profile(
+            frames, tid, sorted(by_tid[tid], key=lambda i: i.start), names.get(tid, "")
         )
+        for tid in sorted(by_tid)
+    ]
     return {
         "$schema": SCHEMA_URL,
         "shared": {"frames": frames.frames},
@@ -89,6 +95,28 @@ def intervals_to_speedscope(
         "name": name,
         "exporter": "diagnose",
     }
+
+
+def write_evented_speedscope(
+    fh: IO[str], threads: Iterable[tuple[int, str, list[Interval]]], name: str
+) -> None:
+    """The same file as :func:`intervals_to_speedscope`, streamed one thread at a time
+    (``threads``: (tid, thread name, its intervals), produced lazily), so that only one
+    thread's events are in memory; the shared frames come last."""
+    frames = _Frames()
+    head = {"$schema": SCHEMA_URL, "name": name, "exporter": "diagnose"}
+    fh.write(json.dumps(head, ensure_ascii=False)[:-1] + ', "profiles": [')
+    first = True
+    for tid, thread_name, ivs in threads:
+        if not ivs:
+            continue
+        fh.write("" if first else ",\n")
+        first = False
+        ivs = sorted(ivs, key=lambda i: i.start)
+        json.dump(_evented_profile(frames, tid, ivs, thread_name), fh, ensure_ascii=False)
+    fh.write('],\n"shared": ')
+    json.dump({"frames": frames.frames}, fh, ensure_ascii=False)
+    fh.write("}\n")
 
 
 def samples_to_speedscope(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -21,9 +22,13 @@ class Interval:
     stack: Stack
 
 
+#: Every character Python's str.splitlines() breaks a line at, not only "\n" and "\r".
+_LINE_BREAKS = str.maketrans(dict.fromkeys("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029", " "))
+
+
 def clean_frame(text: str) -> str:
     """Make a frame safe for the folded format: no ';' separators or line breaks."""
-    return text.replace(";", ":").replace("\n", " ").replace("\r", " ")
+    return text.replace(";", ":").translate(_LINE_BREAKS)
 
 
 def parse_thread_frame(frame: str) -> tuple[int, str] | None:
@@ -56,11 +61,11 @@ def format_folded(rows: Iterable[tuple[Stack, float | int]]) -> str:
     """``frame;frame;frame WEIGHT`` lines, heaviest first (the FlameGraph format)."""
     agg: dict[Stack, float] = {}
     for stack, weight in rows:
-        if stack:
+        if stack and math.isfinite(weight):
             agg[stack] = agg.get(stack, 0) + weight
     lines = []
     for stack, weight in sorted(agg.items(), key=lambda kv: (-kv[1], kv[0])):
-        w = round(weight)
+        w = round(weight) if math.isfinite(weight) else 0
         if w <= 0:
             continue
         lines.append(";".join(clean_frame(f) for f in stack) + f" {w}")
@@ -68,8 +73,9 @@ def format_folded(rows: Iterable[tuple[Stack, float | int]]) -> str:
 
 
 def parse_folded(text: str) -> Iterator[tuple[Stack, float]]:
-    """Parse folded lines; lines that are not ``stack COUNT`` are skipped."""
-    for line in text.splitlines():
+    """Parse folded lines; lines that are not ``stack COUNT`` are skipped. Lines end at
+    "\n" only: a U+2028 inside a frame name does not split its line."""
+    for line in text.split("\n"):
         line = line.rstrip()
         if not line:
             continue

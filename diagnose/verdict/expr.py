@@ -154,9 +154,14 @@ def _build(
         if isinstance(v, bool):
             return lambda m: v
         if isinstance(v, (int, float)):
-            if not math.isfinite(float(v)) or abs(v) > MAX_NUMBER:
-                raise ExprError(f"number {v!r} is out of range")
-            fv = float(v)
+            try:
+                fv = float(v)
+            except OverflowError:  # an integer literal of hundreds of digits
+                fv = math.inf
+            if not math.isfinite(fv) or abs(fv) > MAX_NUMBER:
+                raise ExprError(
+                    f"number {str(v)[:20]}{'...' if len(str(v)) > 20 else ''} is out of range"
+                )
             return lambda m: fv
         if isinstance(v, str):
             if not allow_str:
@@ -216,7 +221,10 @@ def _lookup(m: Mapping[str, Any], name: str) -> Value:
     if isinstance(v, bool):
         return v
     if _is_num(v):
-        fv = float(v)
+        try:
+            fv = float(v)
+        except OverflowError:  # an integer beyond float range is no measurement
+            return UNKNOWN
         return fv if math.isfinite(fv) else UNKNOWN
     if isinstance(v, str):
         return v

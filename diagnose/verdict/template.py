@@ -50,6 +50,8 @@ def format_value(v: Any, spec: str = "") -> str:
     if isinstance(v, (int, float)):
         if isinstance(v, float) and not math.isfinite(v):
             return "n/a"
+        if isinstance(v, int) and abs(v) > 10**300:  # beyond float(), and str() may refuse it
+            return "out of range"
         if spec == "d":
             return str(round(v))
         if spec:
