@@ -233,8 +233,8 @@ def _table(
     b = data.bundle
     if not b.has(rel):
         return None
-    try:
-        return b.table(rel, cols, dtypes)
+    try:  # every column read below is required, so an empty or foreign table is missing
+        return b.table(rel, list(dict.fromkeys([*cols, *dtypes])), dtypes)
     except BadBundle as exc:
         data.missing.setdefault("perf_sched", str(exc))
         return None

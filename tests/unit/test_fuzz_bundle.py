@@ -51,7 +51,7 @@ FUZZ = fuzz(40)
 def _damages(data: bytes, seed: int) -> dict[str, bytes | None]:
     rng = random.Random(seed)
     flipped = bytearray(data)
-    for _ in range(max(1, len(data) // 200)):
+    for _ in range(max(1, len(data) // 200) if data else 0):  # an empty member stays empty
         flipped[rng.randrange(len(flipped))] = rng.randrange(256)
     return {
         "deleted": None,
