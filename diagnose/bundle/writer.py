@@ -9,7 +9,9 @@ flushed, so a capture that is cut short keeps every complete row.
 from __future__ import annotations
 
 import contextlib
+import csv
 import errno
+import io
 import json
 import os
 import shutil
@@ -124,6 +126,18 @@ class BundleWriter:
             raise _output_error(p, exc) from exc
         return os.fdopen(fd, mode, encoding="utf-8", newline="")
 
+    def open_rows(self, rel: str, header: list[str]) -> RowFile:
+        """A CSV member written in whole rows only (see :class:`RowFile`)."""
+        p = self.path(rel)
+        try:
+            fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
+        except OSError as exc:
+            raise _output_error(p, exc) from exc
+        rows = RowFile(fd, p)
+        rows.writerow(header)
+        rows.commit()
+        return rows
+
     def write_json(self, rel: str, obj: Any) -> Path:
         p = self.path(rel)
         write_json_atomic(p, obj)
@@ -171,3 +185,51 @@ class BundleWriter:
 
     def free_bytes(self) -> int:
         return shutil.disk_usage(self.root).free
+
+
+class RowFile:
+    """A CSV file that only ever holds whole rows.
+
+    Rows are gathered in memory and written with one ``commit`` per tick; when a write fails
+    half-way (the disk filled up), the file is cut back to the last whole row before the
+    error is raised. So a capture ended by a full disk leaves every table readable to its
+    last complete tick, never with a torn line.
+    """
+
+    def __init__(self, fd: int, path: Path) -> None:
+        self.fd = fd
+        self.path = path
+        self.size = 0
+        self._buf = io.StringIO()
+        self._csv = csv.writer(self._buf)
+
+    def writerow(self, row: Any) -> None:
+        self._csv.writerow(row)
+
+    def commit(self) -> None:
+        data = self._buf.getvalue().encode("utf-8")
+        self._buf.seek(0)
+        self._buf.truncate()
+        if not data:
+            return
+        view = memoryview(data)
+        try:
+            while view:
+                n = os.write(self.fd, view)
+                view = view[n:]
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self.fd, self.size)
+                os.lseek(self.fd, self.size, os.SEEK_SET)
+            raise _output_error(self.path, exc) from exc
+        self.size += len(data)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+    def __enter__(self) -> RowFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

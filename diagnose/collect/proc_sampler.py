@@ -14,7 +14,6 @@ next tick, threads that vanish keep the rows they had.
 from __future__ import annotations
 
 import contextlib
-import csv
 import errno
 import os
 import resource
@@ -185,14 +184,10 @@ class ProcSampler(Collector):
         files: dict[int, _ThreadFiles] = {}
         no_fd_tids: set[int] = set()
         with (
-            w.open_text("proc/threads.csv") as tfh,
-            w.open_text("proc/process.csv") as pfh,
-            w.open_text("proc/cpus.csv") as cfh,
+            w.open_rows("proc/threads.csv", THREAD_COLUMNS) as tw,
+            w.open_rows("proc/process.csv", PROCESS_COLUMNS) as pw,
+            w.open_rows("proc/cpus.csv", CPU_COLUMNS) as cw,
         ):
-            tw, pw, cw = csv.writer(tfh), csv.writer(pfh), csv.writer(cfh)
-            tw.writerow(THREAD_COLUMNS)
-            pw.writerow(PROCESS_COLUMNS)
-            cw.writerow(CPU_COLUMNS)
             self.started_at = ctx.elapsed()
             next_tick = time.monotonic()
             try:
@@ -210,8 +205,8 @@ class ProcSampler(Collector):
                     next_tick += period
                     t = round(now - ctx.t0, 4)
                     alive = self._tick(ctx, t, base, files, no_fd_tids, tw, pw, cw)
-                    for fh in (tfh, pfh, cfh):
-                        fh.flush()
+                    for rows in (tw, pw, cw):  # whole ticks only, even on a full disk
+                        rows.commit()
                     if not alive:
                         self.ended_early = True
                         ctx.target_exited.set()

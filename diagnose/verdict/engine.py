@@ -118,7 +118,13 @@ def _display(v: Any, unit: str) -> str:
     if unit == "share" and isinstance(v, (int, float)) and not isinstance(v, bool):
         return f"{v:.0%}"
     s = format_value(v)
-    return f"{s} {unit}" if unit and unit not in ("text", "bool", "ratio", "share") else s
+    if not unit or unit in ("text", "bool", "ratio", "share"):
+        return s
+    if unit == "1/s":
+        return f"{s}/s"
+    if s == "1" and unit.endswith("s") and "/" not in unit and "-" not in unit:
+        unit = unit[:-1]  # 1 thread, 1 core
+    return f"{s} {unit}"
 
 
 def _lacking(items: list[NotEvaluated]) -> str:

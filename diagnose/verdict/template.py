@@ -57,7 +57,9 @@ def format_value(v: Any, spec: str = "") -> str:
         if spec:
             return format(float(v), spec)
         if isinstance(v, float):
-            return str(round(v)) if v.is_integer() else f"{v:.3g}"
+            if v.is_integer() or abs(v) >= 100:  # 2910 rather than 2.91e+03
+                return str(round(v))
+            return f"{v:.3g}"
         return str(v)
     return str(v)
 

@@ -153,9 +153,13 @@ def test_py_spy_killed_or_crashed_mid_capture(mode, service, tmp_path):
     out = tmp_path / "b"
     proc = start_attach(service.pid, out, 4.0, *MODES[mode])
     try:
-        wait_for(lambda: helpers_of(service.pid), 60, "py-spy to start")
+
+        def pyspies() -> list:  # perf runs beside py-spy: only py-spy is the victim here
+            return [p for p in helpers_of(service.pid) if p.name() == "py-spy"]
+
+        wait_for(pyspies, 60, "py-spy to start")
         time.sleep(rng.uniform(0.1, 1.5))
-        victim = rng.choice(helpers_of(service.pid))
+        victim = rng.choice(pyspies())
         hit = "gil" if "--gil" in victim.cmdline() else "pyspy"
         victim.send_signal(sig)
         _, err = proc.communicate(timeout=120)
