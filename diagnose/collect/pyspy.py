@@ -134,9 +134,8 @@ class _ChunkedPySpy:
             self.thread.join(5)
 
 
-class PySpyCollector(Collector):
-    name = "pyspy"
-    description = "Python stacks of every thread (py-spy, nonblocking by default)"
+class _PySpyBased(Collector):
+    """What both py-spy collectors share: a Python target, the py-spy binary, a runner."""
 
     def __init__(self) -> None:
         self.binary: str | None = None
@@ -153,6 +152,15 @@ class PySpyCollector(Collector):
             # py-spy is a dependency of diagnose: its absence is a broken installation
             raise CollectorFailed("py-spy is not installed (pip install py-spy): no Python stacks")
         return None
+
+    def stop(self) -> None:
+        if self.runner is not None:
+            self.runner.stop()
+
+
+class PySpyCollector(_PySpyBased):
+    name = "pyspy"
+    description = "Python stacks of every thread (py-spy, nonblocking by default)"
 
     def _argv(self, ctx: CaptureContext) -> object:
         binary = self.binary
@@ -193,10 +201,6 @@ class PySpyCollector(Collector):
         if r is None:
             return ""
         return f"py-spy {'running' if r.thread.is_alive() else 'done'}"
-
-    def stop(self) -> None:
-        if self.runner is not None:
-            self.runner.stop()
 
     def finish(self, ctx: CaptureContext, timeout: float) -> CollectorRecord:
         runner = self.runner
@@ -360,25 +364,16 @@ class PythonTables:
         ]
 
 
-class GilCollector(Collector):
+class GilCollector(_PySpyBased):
     """Which thread held the GIL, sampled by a second py-spy with ``--gil``."""
 
     name = "gil"
     description = "samples in which each thread held the GIL (py-spy --gil)"
 
-    def __init__(self) -> None:
-        self.binary: str | None = None
-        self.runner: _ChunkedPySpy | None = None
-
     def probe(self, ctx: CaptureContext) -> str | None:
-        if not ctx.target.is_python:
-            return "the target is not a Python process"
-        if ctx.options.native:
+        if ctx.target.is_python and ctx.options.native:
             return "not run together with --native (two blocking py-spy would double the cost)"
-        self.binary = find_pyspy()
-        if self.binary is None:
-            return "py-spy is not installed: pip install py-spy"
-        return None
+        return super().probe(ctx)
 
     def start(self, ctx: CaptureContext) -> None:
         binary = self.binary
@@ -393,10 +388,6 @@ class GilCollector(Collector):
 
         self.runner = _ChunkedPySpy("gil", argv, ctx, "folded")
         self.runner.start()
-
-    def stop(self) -> None:
-        if self.runner is not None:
-            self.runner.stop()
 
     def finish(self, ctx: CaptureContext, timeout: float) -> CollectorRecord:
         runner = self.runner
