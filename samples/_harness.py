@@ -3,7 +3,9 @@
 Samples are small, self-terminating stand-ins for inference services, each with one known
 bottleneck (see samples/README.md). They print, on exit, one JSON line on stdout:
 {"sample": ..., "requests": ..., "seconds": ..., "rps": ..., "p50_ms": ..., "p99_ms": ...}
-which the benchmarks use to measure what diagnose costs the target.
+which the benchmarks use to measure what diagnose costs the target. With ``--timestamps PATH``
+the end time of every request (``time.monotonic()``, one per line) is also written to PATH
+on exit, so a benchmark can count the requests served inside any window (a profiler's).
 """
 
 from __future__ import annotations
@@ -15,15 +17,25 @@ import sys
 import threading
 import time
 
+_timestamps_path = None  # set by parse_args from --timestamps
+
 
 def parse_args(description, threads=8, seconds=60.0, extra=None):
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--threads", type=int, default=threads, help="request threads")
     p.add_argument("--seconds", type=float, default=seconds, help="run time, then exit")
     p.add_argument("--quiet", action="store_true", help="do not print the stats line")
+    p.add_argument(
+        "--timestamps",
+        metavar="PATH",
+        help="on exit, write each request's end time (time.monotonic()) to PATH, one per line",
+    )
     if extra:
         extra(p)
-    return p.parse_args()
+    args = p.parse_args()
+    global _timestamps_path
+    _timestamps_path = args.timestamps
+    return args
 
 
 def serve(
@@ -37,26 +49,32 @@ def serve(
     """
     stop = threading.Event()
     latencies = []
+    ends = []  # time.monotonic() at the end of each request, for --timestamps
     lock = threading.Lock()
     counts = [0]
 
     def worker(i):
         local = []
+        local_ends = []
         state = setup(i) if setup is not None else None
         call = (lambda: handler(state)) if setup is not None else handler
         while not stop.is_set():
             t0 = time.perf_counter()
             call()
             local.append(time.perf_counter() - t0)
+            local_ends.append(time.monotonic())
             if pace:
                 stop.wait(max(0.0, pace - (time.perf_counter() - t0)))
             if len(local) >= 64:
                 with lock:
                     latencies.extend(local)
+                    ends.extend(local_ends)
                     counts[0] += len(local)
                 local = []
+                local_ends = []
         with lock:
             latencies.extend(local)
+            ends.extend(local_ends)
             counts[0] += len(local)
 
     def on_term(signum, frame):
@@ -92,6 +110,9 @@ def serve(
         "p50_ms": pct(0.50),
         "p99_ms": pct(0.99),
     }
+    if _timestamps_path:
+        with open(_timestamps_path, "w") as f:
+            f.write("".join(f"{t:.6f}\n" for t in sorted(ends)))
     if not quiet:
         sys.stdout.write(json.dumps(stats) + "\n")
         sys.stdout.flush()

@@ -1,0 +1,70 @@
+"""The benchmarks' one entry point: ``python -m benchmarks COMMAND [OPTIONS]``.
+
+Run as root from the repository root, alone on the host (one benchmark at a time). Each
+command prints the machine, the load average, raw rows (JSON lines, also kept under
+/tmp/diagnose-bench/) and a Markdown table; docs/performance.md quotes them.
+
+  machine           the host the figures come from (CPU, cores, kernel, tools, load)
+  overhead          the target's throughput alone, under diagnose attach, py-spy, each collector
+  analysis          diagnose report's time and peak RSS on bundles of growing size
+  scale-bundle      make a bigger bundle from a recorded one (in time and in threads)
+  verdict           the shortest capture whose verdict matches a 60 s capture's; bundle size
+  tool-cost         CPU of diagnose and each of its helpers during one capture
+  oncpu-stability   on-CPU category shares across repeated short captures
+  perf-overhead     tests/targets/perf_overhead.py: perf's own recordings, alternating
+"""
+
+from __future__ import annotations
+
+import runpy
+import sys
+from collections.abc import Callable
+
+from benchmarks.common import ROOT, machine
+
+
+def _machine(argv: list[str]) -> None:
+    for k, v in machine().items():
+        print(f"{k}: {v}")
+
+
+def _module(name: str) -> Callable[[list[str]], None]:
+    def run(argv: list[str]) -> None:
+        import importlib
+
+        importlib.import_module(f"benchmarks.{name}").main(argv)
+
+    return run
+
+
+def _script(name: str) -> Callable[[list[str]], None]:
+    """The older stand-alone scripts take their options from sys.argv."""
+
+    def run(argv: list[str]) -> None:
+        path = ROOT / name
+        sys.argv = [str(path), *argv]
+        runpy.run_path(str(path), run_name="__main__")
+
+    return run
+
+
+COMMANDS: dict[str, Callable[[list[str]], None]] = {
+    "machine": _machine,
+    "overhead": _module("overhead"),
+    "analysis": _module("analysis"),
+    "scale-bundle": _module("scale_bundle"),
+    "verdict": _module("verdict"),
+    "tool-cost": _script("benchmarks/tool_cost.py"),
+    "oncpu-stability": _script("benchmarks/oncpu_stability.py"),
+    "perf-overhead": _script("tests/targets/perf_overhead.py"),
+}
+
+
+def main() -> None:
+    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help") or sys.argv[1] not in COMMANDS:
+        print(__doc__)
+        sys.exit(0 if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help") else 2)
+    COMMANDS[sys.argv[1]](sys.argv[2:])
+
+
+main()

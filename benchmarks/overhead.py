@@ -1,0 +1,218 @@
+"""What a capture costs the target: its own throughput alone and under each profiler.
+
+Each run starts a sample service in its own session (``--timestamps``: it records the end
+time of every request), lets it warm up, starts one variant in another session (nothing,
+``diagnose attach`` at its defaults, ``py-spy record`` at its defaults, or diagnose with
+one collector), waits for it to exit, then stops the service. The throughput is counted
+in the same window of every run, inside every variant's sampling: from ``WINDOW[0]`` to
+``WINDOW[1]`` seconds after the variant was started (diagnose takes about 1.4 s to probe
+and start its helpers; its sampling ends ``--duration`` s after it starts). Variants
+alternate within each round, in a rotating order. The cost of a variant is
+``1 - rps / rps(alone)`` in the same round; the figure is the median over rounds.
+
+diagnose's work after the capture (converting, analysing, rendering) runs while the target
+still serves, so its throughput from the end of sampling to diagnose's exit is counted
+too (``post``), against the same round's ``alone`` rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from benchmarks.common import (
+    DIAGNOSE,
+    PYTHON,
+    Service,
+    append_row,
+    host_busy_s,
+    loadavg,
+    machine_line,
+    process_cpu_s,
+    results_file,
+    run_timed,
+    stat,
+    thread_count,
+)
+
+#: name -> (sample, its arguments, seconds to warm up before the variant starts)
+TARGETS: dict[str, tuple[str, list[str], float]] = {
+    # about 4 threads: main, one Python tokeniser, two NumPy model workers
+    "few": ("preprocess_tokenize", [], 3.0),
+    # 65 threads: 64 request threads on one model lock (mostly waiting), one running
+    "many": ("lock_contention", ["--threads", "64"], 3.0),
+    # onnxruntime with a large intra-op pool: 2 sessions x 32 threads (oversubscribed)
+    "onnx": ("oversubscription", ["--threads", "2", "--intra-op", "32"], 5.0),
+}
+COLLECTORS = ("proc", "pyspy", "gil", "perf", "perf_sched")
+WINDOW = (1.5, 9.5)  # seconds after the variant starts; with duration 10 s
+
+
+def pyspy_binary() -> str:
+    found = shutil.which("py-spy", path=str(Path(PYTHON).parent)) or shutil.which("py-spy")
+    if not found:
+        sys.exit("py-spy is not installed")
+    return found
+
+
+def variants(duration: int) -> dict[str, Callable[[int, Path], list[str]]]:
+    d = str(duration)
+    pyspy = pyspy_binary()
+
+    def attach(*extra: str) -> Callable[[int, Path], list[str]]:
+        return lambda pid, out: [*DIAGNOSE, "attach", str(pid), "-d", d, "-o", str(out), *extra]
+
+    out: dict[str, Callable[[int, Path], list[str]]] = {
+        "alone": lambda pid, out: ["sleep", d],
+        "diagnose": attach(),
+        "py-spy": lambda pid, out: [
+            pyspy,
+            "record",
+            "--pid",
+            str(pid),
+            "--rate",
+            "100",
+            "--duration",
+            d,
+            "--output",
+            str(out) + ".svg",
+        ],
+    }
+    for c in COLLECTORS:
+        out[f"only {c}"] = attach("--collectors", c)
+    return out
+
+
+def variant(name: str, known: dict[str, Callable[[int, Path], list[str]]], duration: int):
+    """A known variant, or ``diagnose OPTIONS...``: attach at the defaults but for OPTIONS."""
+    if name in known:
+        return known[name]
+    words = name.split()
+    if words[0] != "diagnose":
+        sys.exit(f"unknown variant {name!r}: one of {', '.join(known)} or 'diagnose OPTIONS'")
+    return lambda pid, out: [*DIAGNOSE, "attach", str(pid), "-d", str(duration), "-o", str(out),
+                             *words[1:]]  # fmt: skip
+
+
+def one_run(
+    target: str, variant: str, argv_of: Callable[[int, Path], list[str]], duration: int, tmp: Path
+) -> dict:
+    sample, args, warm = TARGETS[target]
+    out = tmp / "bundle"
+    shutil.rmtree(out, ignore_errors=True)
+    with Service(sample, args, tmp / "ends.txt", seconds=600) as svc:
+        time.sleep(warm)
+        load = loadavg()
+        threads = thread_count(svc.pid)
+        host0, target0 = host_busy_s(), process_cpu_s(svc.pid)
+        start = time.monotonic()
+        rc, wall, cpu, rss = run_timed(argv_of(svc.pid, out), timeout=duration * 20 + 60)
+        host1, target1 = host_busy_s(), process_cpu_s(svc.pid)
+        svc.stop()
+    row = {
+        "target": target,
+        "variant": variant,
+        "rps": svc.rps(start + WINDOW[0], start + WINDOW[1]),
+        "rc": rc,
+        "wall_s": round(wall, 2),
+        "tool_cpu_s": round(cpu, 2),
+        "tool_rss_mb": round(rss / 1024, 1),
+        "threads": threads,
+        "target_cpu_s": round(target1 - target0, 2),
+        # CPU that neither the target nor the variant used while the variant ran: the noise
+        "other_cpu_s": round(host1 - host0 - (target1 - target0) - cpu, 2),
+        "loadavg": load,
+    }
+    manifest = out / "manifest.json"
+    if manifest.exists():
+        cap = json.loads(manifest.read_text())["capture"]
+        sampled_until = cap["monotonic_start"] + duration
+        row["started_s"] = round(cap["monotonic_start"] - start, 2)
+        row["post_s"] = round(start + wall - sampled_until, 2)
+        row["post_rps"] = svc.rps(sampled_until, start + wall)
+        row["bundle_mb"] = round(
+            sum(f.stat().st_size for f in out.rglob("*") if f.is_file()) / 2**20, 2
+        )
+    shutil.rmtree(out, ignore_errors=True)
+    return row
+
+
+def summarise(rows: list[dict], targets: list[str], names: list[str]) -> str:
+    lines = [
+        "| target | variant | rps in window, median (range) | cost vs alone, median of rounds (range) "
+        "| tool CPU s per run | other CPU s per run | after-capture: s, cost |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for t in targets:
+        base = {r["round"]: r["rps"] for r in rows if r["target"] == t and r["variant"] == "alone"}
+        for v in names:
+            sel = [r for r in rows if r["target"] == t and r["variant"] == v]
+            if not sel:
+                continue
+            cost = stat(
+                [100 * (1 - r["rps"] / base[r["round"]]) for r in sel if r["round"] in base]
+            )
+            post = ""
+            if any("post_rps" in r for r in sel):
+                pc = stat([100 * (1 - r["post_rps"] / base[r["round"]]) for r in sel
+                           if r["round"] in base and r.get("post_s", 0) > 0.2])  # fmt: skip
+                ps = stat([r["post_s"] for r in sel])
+                post = f"{ps.median:.1f} s, {pc.fmt('.1f', '%')}"
+            threads = sel[0].get("threads")
+            lines.append(
+                f"| {t} ({threads} threads) | {v} | {stat([r['rps'] for r in sel]).fmt('.0f')} "
+                f"| {'-' if v == 'alone' else cost.fmt('.1f', '%')} "
+                f"| {stat([r['tool_cpu_s'] for r in sel]).fmt('.2f')} "
+                f"| {stat([r['other_cpu_s'] for r in sel]).fmt('.2f')} | {post} |"
+            )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m benchmarks overhead", description=__doc__)
+    p.add_argument("--targets", default="few,many", help=f"of: {', '.join(TARGETS)}")
+    p.add_argument(
+        "--variants",
+        default="all",
+        help="comma-separated (default: all); 'diagnose OPTIONS' attaches with those options",
+    )
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--duration", type=int, default=10, help="capture seconds (default 10)")
+    p.add_argument("--summarise", type=Path, help="print the table of a raw-rows file, no runs")
+    args = p.parse_args(argv)
+    if args.summarise:
+        rows = [json.loads(x) for x in args.summarise.read_text().splitlines()]
+        ts = list(dict.fromkeys(r["target"] for r in rows))
+        print(summarise(rows, ts, list(dict.fromkeys(r["variant"] for r in rows))))
+        return
+    targets = args.targets.split(",")
+    all_variants = variants(args.duration)
+    names = list(all_variants) if args.variants == "all" else args.variants.split(",")
+    if "alone" not in names:
+        names.insert(0, "alone")
+    path = results_file("overhead")
+    print(f"# machine: {machine_line()}", file=sys.stderr)
+    print(f"# raw rows: {path}", file=sys.stderr)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-overhead-") as tmpdir:
+        for r in range(args.rounds):
+            for t in targets:
+                order = names[r % len(names) :] + names[: r % len(names)]
+                for v in order:
+                    argv_of = variant(v, all_variants, args.duration)
+                    row = {"round": r, **one_run(t, v, argv_of, args.duration, Path(tmpdir))}
+                    rows.append(row)
+                    append_row(path, row)
+                    print(json.dumps(row), file=sys.stderr, flush=True)
+    print(f"load average at the end: {loadavg()}")
+    print(summarise(rows, targets, names))
+
+
+if __name__ == "__main__":
+    main()
