@@ -199,36 +199,56 @@ def thread_count(pid: int) -> int:
         return 0
 
 
-def run_timed(argv: Sequence[str], timeout: float) -> tuple[int, float, float, int]:
-    """Run ``argv`` in its own session; (exit code, wall s, CPU s of its whole tree, peak RSS KiB).
-
-    The CPU time and peak RSS come from ``wait4`` and include every child it waited for
-    (py-spy, perf); the peak RSS is the largest single process of the tree.
-    """
-    t = time.monotonic()
-    proc = subprocess.Popen(
-        argv,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+#: Runs a command and writes its tree's rusage. It exists because Linux keeps a process's
+#: peak RSS across fork and exec: a command started straight from a benchmark that has
+#: loaded a big bundle would report the benchmark's own peak. Forked from this small
+#: interpreter, the command starts from about 10 MB.
+_RUSAGE_WRAPPER = """
+import json, os, resource, signal, sys
+out, argv = sys.argv[1], sys.argv[2:]
+signal.signal(signal.SIGTERM, signal.SIG_DFL)
+pid = os.fork()
+if pid == 0:
     try:
-        deadline = t + timeout
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                raise subprocess.TimeoutExpired(list(argv), timeout)
-            time.sleep(0.05)
-    except BaseException:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        raise
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    wall = time.monotonic() - t
-    return proc.returncode, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+        os.execvp(argv[0], argv)
+    finally:
+        os._exit(127)
+_, status = os.waitpid(pid, 0)
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+with open(out, "w") as f:
+    json.dump({"cpu_s": ru.ru_utime + ru.ru_stime, "maxrss_kib": ru.ru_maxrss}, f)
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
+"""
+
+
+def run_timed(argv: Sequence[str], timeout: float) -> tuple[int, float, float, int]:
+    """Run ``argv`` in its own session; (exit code, wall s, CPU s of its tree, peak RSS KiB).
+
+    The CPU time and the peak RSS are those of the command and every child it waited for
+    (py-spy, perf; the peak is the largest single process), measured by a small wrapper
+    (:data:`_RUSAGE_WRAPPER`) so that this process's own memory does not leak into them.
+    """
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(prefix="bench-rusage-", suffix=".json") as ru:
+        t = time.monotonic()
+        proc = subprocess.Popen(
+            [sys.executable, "-S", "-c", _RUSAGE_WRAPPER, ru.name, *argv],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            proc.wait(timeout=timeout)
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
+        wall = time.monotonic() - t
+        usage = json.loads(Path(ru.name).read_text() or '{"cpu_s": 0, "maxrss_kib": 0}')
+    return proc.returncode, wall, usage["cpu_s"], usage["maxrss_kib"]
 
 
 @contextlib.contextmanager

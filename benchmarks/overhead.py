@@ -94,10 +94,15 @@ def variant(name: str, known: dict[str, Callable[[int, Path], list[str]]], durat
     if name in known:
         return known[name]
     words = name.split()
-    if words[0] != "diagnose":
-        sys.exit(f"unknown variant {name!r}: one of {', '.join(known)} or 'diagnose OPTIONS'")
-    return lambda pid, out: [*DIAGNOSE, "attach", str(pid), "-d", str(duration), "-o", str(out),
-                             *words[1:]]  # fmt: skip
+    # "nice diagnose OPTIONS": diagnose and its helpers (py-spy, perf inherit it) at nice 10
+    prefix = ["nice", "-n", "10"] if words[0] == "nice" else []
+    words = words[1:] if prefix else words
+    if not words or words[0] != "diagnose":
+        sys.exit(
+            f"unknown variant {name!r}: one of {', '.join(known)} or '[nice] diagnose OPTIONS'"
+        )
+    return lambda pid, out: [*prefix, *DIAGNOSE, "attach", str(pid), "-d", str(duration),
+                             "-o", str(out), *words[1:]]  # fmt: skip
 
 
 def one_run(
@@ -131,7 +136,13 @@ def one_run(
     }
     manifest = out / "manifest.json"
     if manifest.exists():
-        cap = json.loads(manifest.read_text())["capture"]
+        man = json.loads(manifest.read_text())
+        cap = man["capture"]
+        # what the capture got: a cheaper variant that samples less is not cheaper for free
+        details = {k: c.get("details") or {} for k, c in man.get("collectors", {}).items()}
+        row["pyspy_samples"] = details.get("pyspy", {}).get("samples")
+        row["proc_ticks"] = details.get("proc", {}).get("ticks")
+        row["proc_late_ticks"] = details.get("proc", {}).get("late_ticks")
         sampled_until = cap["monotonic_start"] + duration
         row["started_s"] = round(cap["monotonic_start"] - start, 2)
         row["post_s"] = round(start + wall - sampled_until, 2)
@@ -143,11 +154,17 @@ def one_run(
     return row
 
 
+def _got(rows: list[dict], key: str) -> str:
+    vals = [r[key] for r in rows if r.get(key) is not None]
+    return stat(vals).fmt(".0f") if vals else ""
+
+
 def summarise(rows: list[dict], targets: list[str], names: list[str]) -> str:
     lines = [
         "| target | variant | rps in window, median (range) | cost vs alone, median of rounds (range) "
-        "| tool CPU s per run | other CPU s per run | after-capture: s, cost |",
-        "|---|---|---|---|---|---|---|",
+        "| tool CPU s per run | other CPU s per run | after-capture: s, cost "
+        "| py-spy samples | late /proc ticks |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for t in targets:
         base = {r["round"]: r["rps"] for r in rows if r["target"] == t and r["variant"] == "alone"}
@@ -169,7 +186,8 @@ def summarise(rows: list[dict], targets: list[str], names: list[str]) -> str:
                 f"| {t} ({threads} threads) | {v} | {stat([r['rps'] for r in sel]).fmt('.0f')} "
                 f"| {'-' if v == 'alone' else cost.fmt('.1f', '%')} "
                 f"| {stat([r['tool_cpu_s'] for r in sel]).fmt('.2f')} "
-                f"| {stat([r['other_cpu_s'] for r in sel]).fmt('.2f')} | {post} |"
+                f"| {stat([r['other_cpu_s'] for r in sel]).fmt('.2f')} | {post} "
+                f"| {_got(sel, 'pyspy_samples')} | {_got(sel, 'proc_late_ticks')} |"
             )
     return "\n".join(lines)
 
@@ -180,7 +198,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument(
         "--variants",
         default="all",
-        help="comma-separated (default: all); 'diagnose OPTIONS' attaches with those options",
+        help="comma-separated (default: all); '[nice] diagnose OPTIONS' attaches with those "
+        "options (nice: at nice 10, its helpers too)",
     )
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--duration", type=int, default=10, help="capture seconds (default 10)")

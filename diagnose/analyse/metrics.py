@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from diagnose.analyse.frames import FrameRules, is_native_frame, split_frame
-from diagnose.analyse.load import BundleData
+from diagnose.analyse.load import BundleData, map_distinct
 from diagnose.analyse.registry import METRICS, metric
 from diagnose.analyse.threads import BUSY_STATES, STATES, ThreadTime, thread_time
 
@@ -750,7 +750,7 @@ def _timeline(
     order = per.sort_values(["busy", "tid"], ascending=[False, True]).head(max_threads)
     tids = order["tid"].tolist()
     d = iv[iv["tid"].isin(tids)].copy()
-    d["bin"] = d["t"].map(tick_bin)
+    d["bin"] = map_distinct(d["t"], tick_bin.__getitem__).astype(int)
     sums = d.groupby(["tid", "bin"])[list(STATES)].sum()
     dom = sums.to_numpy().argmax(axis=1)
     grid = np.full((len(tids), nb), -1, dtype=int)
@@ -851,7 +851,10 @@ def _oncpu(
     native_w = 0.0
     flame: Counter[Stack] = Counter()
     names = data.py_names
+    per_stack: dict[tuple[int, Stack], float] = defaultdict(float)  # each stack once
     for tid, st, w in samples:
+        per_stack[(tid, st)] += w
+    for (tid, st), w in per_stack.items():
         cat = frames.categorize(st)
         by_cat[cat] += w
         leaf = _leaf_function(st)
@@ -983,7 +986,7 @@ def _locks(tt: ThreadTime, data: BundleData, m: dict[str, Any], a: Analysis) -> 
             if waiters < 2:
                 continue
             wait_s = float(grp["lock"].sum())
-            sites = Counter(grp["wait_leaf"][grp["wait_leaf"] != ""])
+            sites = Counter(x for x in grp["wait_leaf"].tolist() if x)
             site = sites.most_common(1)[0][0] if sites else ""
             concurrent = int(grp.groupby("t")["tid"].nunique().max())
             hotspots.append(
@@ -1053,16 +1056,17 @@ def _lock_holder(
     fn, file = split_frame(site)
     m = re.search(r":(\d+)\)$", site)
     wait_line = int(m.group(1)) if m else None
-    ticks = set(waits["t"].unique().tolist())
-    waiting = set(zip(waits["t"], waits["tid"], strict=True))
     cand = iv[
-        iv["t"].isin(ticks) & ((iv["running"] > 0) | (iv["runnable"] > 0)) & (iv["stack_id"] >= 0)
+        iv["t"].isin(waits["t"].unique())
+        & ((iv["running"] > 0) | (iv["runnable"] > 0))
+        & (iv["stack_id"] >= 0)
     ]
-    leaves: Counter[str] = Counter()
-    threads: Counter[int] = Counter()
-    for t, tid, sid in zip(cand["t"], cand["tid"], cand["stack_id"], strict=True):
-        if (t, tid) in waiting:
-            continue
+    # not the waiters themselves at the ticks they waited
+    waiting = pd.MultiIndex.from_arrays([waits["t"], waits["tid"]])
+    cand = cand[~pd.MultiIndex.from_arrays([cand["t"], cand["tid"]]).isin(waiting)]
+
+    def leaf_inside(sid: int) -> str:
+        """The stack's leaf if it passes through the locked region, else ''."""
         st = data.py_stacks.get(int(sid), ())
         for f in st:
             if split_frame(f) != (fn, file):
@@ -1070,9 +1074,13 @@ def _lock_holder(
             lm = re.search(r":(\d+)\)$", f)
             line = int(lm.group(1)) if lm else None
             if wait_line is None or line is None or line > wait_line:
-                leaves[st[-1]] += 1
-                threads[int(tid)] += 1
-                break
+                return st[-1]
+        return ""
+
+    inside = map_distinct(cand["stack_id"], leaf_inside)
+    hit = inside != ""
+    leaves: Counter[str] = Counter(inside[hit].tolist())
+    threads: Counter[int] = Counter(int(t) for t in cand["tid"].to_numpy()[hit])
     if not leaves:
         return None
     site_, n = leaves.most_common(1)[0]
@@ -1126,9 +1134,11 @@ def _gil(data: BundleData, m: dict[str, Any], a: Analysis) -> None:
 def _flames(tt: ThreadTime | None, data: BundleData, a: Analysis) -> None:
     if data.py_intervals is not None and not data.py_intervals.empty:
         iv = data.py_intervals
-        dur = (iv["end"] - iv["start"]).to_numpy()
+        per = (
+            (iv["end"] - iv["start"]).groupby([iv["tid"], iv["stack_id"]], sort=False).sum()
+        )  # a stack per thread, once
         wall: Counter[Stack] = Counter()
-        for tid, sid, d in zip(iv["tid"].to_numpy(), iv["stack_id"].to_numpy(), dur, strict=True):
+        for (tid, sid), d in zip(per.index, per.to_numpy(), strict=True):
             wall[
                 (
                     f"thread ({tid}): {data.py_names.get(int(tid), '')}",
@@ -1141,12 +1151,8 @@ def _flames(tt: ThreadTime | None, data: BundleData, a: Analysis) -> None:
         off: Counter[Stack] = Counter()
         for state in ("gil", "lock", "io"):
             sel = iv[iv[state] > 0]
-            for tid, sid, w in zip(
-                sel["tid"].to_numpy(),
-                sel["stack_id"].to_numpy(),
-                sel[state].to_numpy(),
-                strict=True,
-            ):
+            per = sel.groupby(["tid", "stack_id"], sort=False)[state].sum()
+            for (tid, sid), w in zip(per.index, per.to_numpy(), strict=True):
                 st = data.py_stacks.get(int(sid), ()) if sid >= 0 else ()
                 off[
                     (f"{state} wait", f"thread ({tid}): {data.py_names.get(int(tid), '')}", *st)

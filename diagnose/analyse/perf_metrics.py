@@ -21,13 +21,13 @@ import contextlib
 import fnmatch
 import re
 from collections import Counter
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
 from diagnose.analyse.frames import FrameRules
-from diagnose.analyse.load import BundleData
+from diagnose.analyse.load import BundleData, map_distinct
 
 # _thread_metrics: re-run after re-accounting native threads' mutex waits, so every
 # thread-time metric stays consistent; _r: the core analysis's rounding of metric values.
@@ -288,15 +288,20 @@ def _sched(data: BundleData, a: Analysis, stacks: dict[int, Stack]) -> None:
         m["sched_runq_delay_p50_ms"] = _r(_pct(rq, 50), 3)
         m["sched_runq_delay_p99_ms"] = _r(_pct(rq, 99), 3)
         m["sched_runq_delay_max_ms"] = _r(float(rq.max()), 3)
-    state = off["state"].astype(str)
-    preempted = state.str.startswith("R")
+    preempted = pd.Series(
+        map_distinct(off["state"], lambda st: str(st).startswith("R")).astype(bool),
+        index=off.index,
+    )
     if window > 0:
         m["sched_switches_voluntary_per_s"] = _r(float((~preempted).sum()) / window, 1)
         m["sched_switches_involuntary_per_s"] = _r(float(preempted.sum()) / window, 1)
         back = off.dropna(subset=["cpu", "cpu_in"]) if "cpu_in" in off else off.iloc[0:0]
         m["sched_migrations_per_s"] = _r(float((back["cpu"] != back["cpu_in"]).sum()) / window, 2)
-    per_thread = off.assign(pre=preempted.astype(int), vol=(~preempted).astype(int))
-    by_tid = per_thread.groupby("tid").agg(voluntary=("vol", "sum"), involuntary=("pre", "sum"))
+    by_tid = (
+        pd.DataFrame({"voluntary": (~preempted).astype(int), "involuntary": preempted.astype(int)})
+        .groupby(off["tid"])
+        .sum()
+    )
     hist_edges = [0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]
     counts, _ = np.histogram(np.clip(rq, 0, 999.9), bins=hist_edges) if len(rq) else ([], None)
     a.series["runq_delay_hist_perf"] = {
@@ -334,25 +339,38 @@ def _offcpu_stacks(
     if blocked.empty:
         return [], "", 0.0, []
     py_ids = _py_ids(data, (blocked["t"] + 1e-4).to_numpy(), blocked["tid"].to_numpy())
+    # one row per (thread, native stack, Python stack, state): a 60 s capture of 64 threads
+    # has ~300,000 off-CPU events but a few thousand such groups
+    groups = (
+        pd.DataFrame(
+            {
+                "tid": blocked["tid"].to_numpy(),
+                "sid": blocked["stack_id"].to_numpy(),
+                "pid": py_ids,
+                "state": blocked["state"].astype(str).to_numpy(),
+                "dur": blocked["dur"].to_numpy(),
+            }
+        )
+        .groupby(["tid", "sid", "pid", "state"], sort=False)["dur"]
+        .agg(["sum", "count"])
+    )
     by_site: Counter[str] = Counter()
     by_stack: Counter[Stack] = Counter()
     count: Counter[Stack] = Counter()
     flame: Counter[Stack] = Counter()
-    for tid, sid, pid_, dur, st in zip(
-        blocked["tid"].to_numpy(),
-        blocked["stack_id"].to_numpy(),
-        py_ids,
-        blocked["dur"].to_numpy(),
-        blocked["state"].astype(str).to_numpy(),
-        strict=True,
+    mixed_of: dict[tuple[int, int], tuple[Stack, str]] = {}
+    for (tid, sid, pid_, st), dur, n in zip(
+        groups.index, groups["sum"].to_numpy(), groups["count"].to_numpy(), strict=True
     ):
-        native = stacks.get(int(sid), ()) if sid >= 0 else ()
-        py = data.py_stacks.get(int(pid_), ()) if pid_ >= 0 else ()
-        mixed = mixed_stack(py, native)
+        key = (int(sid), int(pid_))
+        if key not in mixed_of:
+            native = stacks.get(int(sid), ()) if sid >= 0 else ()
+            py = data.py_stacks.get(int(pid_), ()) if pid_ >= 0 else ()
+            site = " > ".join(x for x in (python_leaf(py), user_leaf(native)) if x) or "?"
+            mixed_of[key] = (mixed_stack(py, native), site)
+        mixed, site = mixed_of[key]
         by_stack[mixed] += float(dur)
-        count[mixed] += 1
-        leaf_py = python_leaf(py)
-        site = " > ".join(x for x in (leaf_py, user_leaf(native)) if x) or "?"
+        count[mixed] += int(n)
         by_site[site] += float(dur)
         flame[
             (f"thread ({int(tid)}): {data.py_names.get(int(tid), '')}", f"off-CPU ({st})", *mixed)
@@ -397,30 +415,39 @@ def _futex(
     fx["uaddr"] = fx["uaddr"].astype(str)
     fx["waker"] = pd.to_numeric(fx.get("waker"), errors="coerce")
     fx["wake_t"] = pd.to_numeric(fx.get("wake_t"), errors="coerce")
-    addr = fx["uaddr"].map(lambda s: int(s, 16) if s.startswith("0x") else -1)
+    addr = map_distinct(fx["uaddr"], lambda s: int(s, 16) if s.startswith("0x") else -1)
     mid = (fx["t"] + fx["dur"] / 2).to_numpy()
     py_ids = _py_ids(data, mid, fx["tid"].to_numpy())
-    fx["py_leaf"] = [python_leaf(data.py_stacks.get(int(i), ())) if i >= 0 else "" for i in py_ids]
-    fx["native"] = [user_leaf(stacks.get(int(s), ())) if s >= 0 else "" for s in fx["stack_id"]]
+    # leaves and kinds are computed once per distinct stack and key, not once per wait
+    fx["py_leaf"] = map_distinct(
+        py_ids, lambda i: python_leaf(data.py_stacks.get(int(i), ())) if i >= 0 else ""
+    )
+    fx["native"] = map_distinct(
+        fx["stack_id"], lambda s: user_leaf(stacks.get(int(s), ())) if s >= 0 else ""
+    )
     py_tids = set(data.py_names) | (
         set(data.py_intervals["tid"].unique().tolist()) if data.py_intervals is not None else set()
     )
     gil = _gil(data)
+    fx["_addr"] = addr
+    fx["_op"] = fx["op"].astype(str)
+    key_cols = ["_addr", "py_leaf", "native", "_op", "tid"]
+    group = fx.groupby(key_cols, sort=False).ngroup().to_numpy()  # numbered as first seen
+    keys = fx[key_cols].drop_duplicates()
     kinds = []
-    for a_, leaf, native, op, tid in zip(
-        addr, fx["py_leaf"], fx["native"], fx["op"].astype(str), fx["tid"], strict=True
-    ):
+    for a_, leaf, nat, op, tid in keys.itertuples(index=False, name=None):
         if gil is not None and gil[0] <= a_ < gil[1]:
             kinds.append("gil")
         elif int(tid) in py_tids:
             wk = frames.wait_kind(leaf) if leaf else None
             kinds.append("condition" if wk == "idle" else ("io" if wk == "io" else "lock"))
         else:
-            nk = native_wait_kind(native, op)
+            nk = native_wait_kind(nat, op)
             kinds.append(
                 "lock" if nk == "mutex" else ("condition" if nk == "condition" else "other")
             )
-    fx["kind"] = kinds
+    fx["kind"] = np.array(kinds, dtype=object)[group]
+    fx = fx.drop(columns=["_addr", "_op"])
     m["futex_wait_s"] = _r(float(fx["dur"].sum()), 3)
     lk = fx[fx["kind"] == "lock"]
     m["futex_lock_wait_s"] = _r(float(lk["dur"].sum()), 3)
@@ -451,8 +478,8 @@ def _futex_locks(data: BundleData, lk: pd.DataFrame, fx: pd.DataFrame) -> list[d
         waiters = grp["tid"].nunique()
         if waiters < 2:
             continue
-        sites = Counter(s for s in grp["py_leaf"] if s)
-        natives = Counter(s for s in grp["native"] if s)
+        sites = Counter(s for s in grp["py_leaf"].tolist() if s)
+        natives = Counter(s for s in grp["native"].tolist() if s)
         site = (sites or natives).most_common(1)[0][0] if (sites or natives) else ""
         out.append(
             {
@@ -504,10 +531,16 @@ def _holder(
     holders = w["waker"].astype(int).to_numpy()
     wake = w["wake_t"].to_numpy()
     start = w["t"].to_numpy().copy()
-    for i, (h, wt) in enumerate(zip(holders, wake, strict=True)):
-        prior = acquired[(acq_tid == h) & (acquired <= wt)]
-        if len(prior):
-            start[i] = max(start[i], float(prior.max()))
+    # each holder's acquisitions, sorted: its last one before each wake, by binary search
+    for h in np.unique(holders):
+        times = np.sort(acquired[acq_tid == h])
+        if not len(times):
+            continue
+        sel = np.flatnonzero(holders == h)
+        k = np.searchsorted(times, wake[sel], side="right")
+        hit = k > 0
+        sel, k = sel[hit], k[hit]
+        start[sel] = np.maximum(start[sel], times[k - 1])
     sites = _sites_in_windows(data, holders, start, wake, wait_site)
     threads = Counter(holders.tolist())
     tid = threads.most_common(1)[0][0]
@@ -541,6 +574,27 @@ def _inside_region(stack: tuple[str, ...], wait_site: str) -> bool:
     return False
 
 
+def _pairs(
+    mask: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    first: np.ndarray,
+    begins: np.ndarray,
+    side: Literal["left", "right"] = "left",
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every (window, item) pair with the item inside the window, as two index arrays.
+
+    Windows are ``start[i]..end[i]`` for ``i`` in ``mask``; items are sorted, ``first[i]``
+    is the first item that can be in window ``i`` and items up to the last whose
+    ``begins`` is before ``end[i]`` are (``side``: 'right' to count one that begins at it)."""
+    idx = np.flatnonzero(mask)
+    lo = first[idx]
+    n = np.clip(np.searchsorted(begins, end[idx], side) - lo, 0, None)
+    w = np.repeat(idx, n)
+    k = np.repeat(lo, n) + (np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n))
+    return w, k
+
+
 def _sites_in_windows(
     data: BundleData, tids: np.ndarray, start: np.ndarray, end: np.ndarray, exclude: str
 ) -> Counter[str]:
@@ -559,28 +613,28 @@ def _sites_in_windows(
             if not inside or sid in inside
         }
         mine = iv[iv["tid"].isin(set(tids.tolist()))].sort_values("start")
-        per = {
-            int(t): (g["start"].to_numpy(), g["end"].to_numpy(), g["stack_id"].to_numpy())
-            for t, g in mine.groupby("tid")
-        }
-        for h, a, b in zip(tids, start, end, strict=True):
-            got = per.get(int(h))
-            if got is None:
-                continue
-            s, e, sid = got
-            for k in range(int(np.searchsorted(e, a)), int(np.searchsorted(s, b))):
-                overlap = min(e[k], b) - max(s[k], a)
-                leaf = leaves.get(int(sid[k]), "")
-                if overlap > 0 and leaf and leaf != exclude:
-                    sites[leaf] += float(overlap)
+        names = sorted({x for x in leaves.values() if x and x != exclude})
+        code = {name: i for i, name in enumerate(names)}
+        acc = np.zeros(len(names))
+        for t, g in mine.groupby("tid"):
+            s, e = g["start"].to_numpy(), g["end"].to_numpy()
+            codes = np.array([code.get(leaves.get(int(x), ""), -1) for x in g["stack_id"]])
+            w, k = _pairs(tids == t, start, end, np.searchsorted(e, start), s)
+            overlap = np.minimum(e[k], end[w]) - np.maximum(s[k], start[w])
+            ok = (overlap > 0) & (codes[k] >= 0)
+            acc += np.bincount(codes[k][ok], weights=overlap[ok], minlength=len(names))
+        sites.update({names[i]: float(v) for i, v in enumerate(acc) if v > 0})
     ns = data.native_samples
     if not sites and ns is not None and not ns.empty:
-        for h, a, b in zip(tids, start, end, strict=True):
-            sel = ns[(ns["tid"] == h) & (ns["t"] >= a) & (ns["t"] <= b)]
-            for sid in sel["stack_id"]:
-                leaf = user_leaf(data.native_stacks.get(int(sid), ()))
-                if leaf:
-                    sites[leaf] += 1.0
+        leaf_of: dict[int, str] = {}
+        for t, g in ns[ns["tid"].isin(set(tids.tolist()))].sort_values("t").groupby("tid"):
+            ts = g["t"].to_numpy()
+            w, k = _pairs(tids == t, start, end, np.searchsorted(ts, start, "left"), ts, "right")
+            for sid in g["stack_id"].to_numpy()[k]:
+                if int(sid) not in leaf_of:
+                    leaf_of[int(sid)] = user_leaf(data.native_stacks.get(int(sid), ()))
+                if leaf_of[int(sid)]:
+                    sites[leaf_of[int(sid)]] += 1.0
     return sites
 
 

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from diagnose.analyse.frames import FrameRules, is_native_frame
-from diagnose.analyse.load import BundleData
+from diagnose.analyse.load import BundleData, map_distinct
 from diagnose.collect.procfs import syscall_table
 
 STATES = ("running", "runnable", "gil", "lock", "io", "idle", "other")
@@ -81,7 +81,7 @@ def _hex_to_float(s: pd.Series) -> pd.Series:
                 return np.nan
         return np.nan
 
-    return s.map(conv).astype("float64")
+    return pd.Series(map_distinct(s, conv), index=s.index, dtype="float64")
 
 
 def join_python_stacks(ticks: pd.DataFrame, data: BundleData, tolerance: float = 0.06) -> pd.Series:
@@ -155,9 +155,12 @@ def thread_time(data: BundleData, frames: FrameRules) -> ThreadTime | None:
     stack_ids = join_python_stacks(df, data)
     df["stack_id"] = stack_ids
     leaves = {sid: python_leaf(st) for sid, st in data.py_stacks.items()}
-    df["py_leaf"] = df["stack_id"].map(leaves).astype(object).fillna("")
+    df["py_leaf"] = map_distinct(df["stack_id"], lambda sid: leaves.get(sid, ""))
     # the wait kind of the leaf frame: "idle" | "lock" | "io", "" for none, None: no stack
-    leaf_kind = df["py_leaf"].map(lambda f: (frames.wait_kind(f) or "") if f else None)
+    leaf_kind = pd.Series(
+        map_distinct(df["py_leaf"], lambda f: (frames.wait_kind(f) or "") if f else None),
+        index=df.index,
+    )
     py_tids = set(data.py_names) if data.py_names else set()
     if data.py_intervals is not None:
         py_tids |= set(data.py_intervals["tid"].unique().tolist())

@@ -301,11 +301,15 @@ def _capture_locked(
         writer.release_reserve()
         note = ensure_not_stopped(target.pid, stopped_before)
         ended_wall = datetime.now(timezone.utc)
+        now = time.monotonic()
+        sampled_until = ctx.ended_at if ctx.ended_at is not None else now
         manifest.collectors = {c.name: records[c.name] for c in collectors if c.name in records}
         manifest.capture.update(
             {
                 "ended": ended_wall.isoformat(timespec="milliseconds"),
-                "duration_actual": round(time.monotonic() - t0, 3),
+                # the sampling window; converting the helpers' outputs afterwards is finish_s
+                "duration_actual": round(sampled_until - t0, 3),
+                "finish_s": round(now - sampled_until, 3),
                 "ended_by": ended_by,
             }
         )

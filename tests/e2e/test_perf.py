@@ -95,7 +95,8 @@ def test_native_samples_are_on_the_bundle_clock(lock_bundle):
     ns = pd.read_csv(lock_bundle.path("native/samples.csv"))
     duration = lock_bundle.manifest.capture["duration_actual"]
     assert len(ns) > 50
-    assert ns["t"].min() >= 0 and ns["t"].max() <= duration + 0.5
+    # duration_actual ends when perf is told to stop; it takes a moment to (under load)
+    assert ns["t"].min() >= 0 and ns["t"].max() <= duration + 1.0
     py = set(pd.read_csv(lock_bundle.path("python/threads.csv"))["tid"])
     assert set(ns["tid"]) & py  # the same threads as py-spy's
 
