@@ -310,7 +310,7 @@ def _sched(data: BundleData, a: Analysis, stacks: dict[int, Stack]) -> None:
         "source": "perf",
     }
     # off-CPU time by stack: blocked (not preempted) periods with a known end
-    blocked = off[~preempted & off["dur"].notna()]
+    blocked = off.loc[~preempted & off["dur"].notna(), ["t", "tid", "stack_id", "state", "dur"]]
     tops, top_site, top_share, flame = _offcpu_stacks(data, blocked, stacks)
     m["offcpu_top_site"] = top_site
     m["offcpu_top_share"] = top_share
@@ -347,7 +347,7 @@ def _offcpu_stacks(
                 "tid": blocked["tid"].to_numpy(),
                 "sid": blocked["stack_id"].to_numpy(),
                 "pid": py_ids,
-                "state": blocked["state"].astype(str).to_numpy(),
+                "state": map_distinct(blocked["state"], str),
                 "dur": blocked["dur"].to_numpy(),
             }
         )
