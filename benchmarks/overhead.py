@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument(
         "--variants",
         default="all",
-        help="comma-separated (default: all); '[nice] diagnose OPTIONS' attaches with those "
+        help="separated by commas, or by ';' (default: all); '[nice] diagnose OPTIONS' attaches with those "
         "options (nice: at nice 10, its helpers too)",
     )
     p.add_argument("--rounds", type=int, default=5)
@@ -212,7 +212,8 @@ def main(argv: list[str] | None = None) -> None:
         return
     targets = args.targets.split(",")
     all_variants = variants(args.duration)
-    names = list(all_variants) if args.variants == "all" else args.variants.split(",")
+    sep = ";" if ";" in args.variants else ","  # ';' when an option's value has commas
+    names = list(all_variants) if args.variants == "all" else args.variants.split(sep)
     if "alone" not in names:
         names.insert(0, "alone")
     path = results_file("overhead")
