@@ -153,6 +153,7 @@ def load(bundle: Bundle) -> BundleData:
 
 def map_distinct(values: pd.Series | np.ndarray, func: Callable[[Any], Any]) -> np.ndarray:
     """``func`` of every value, calling it once per distinct value (an object array).
+    Missing values (None, NaN) count as one value and are passed as NaN.
 
     A long capture has millions of rows but few distinct stacks, frames or addresses:
     this is what keeps the analysis linear in rows with a small constant."""
