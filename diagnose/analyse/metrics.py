@@ -835,7 +835,8 @@ def _oncpu(
     if native:
         m["oncpu_samples"] = len(samples)
     else:
-        rate = float(data.bundle.manifest.capture.get("rate_hz") or 100)
+        pyspy = data.bundle.collector("pyspy").details or {}
+        rate = float(pyspy.get("rate_hz") or data.bundle.manifest.capture.get("rate_hz") or 100)
         m["oncpu_samples"] = round(total * rate)
     if total <= 0:
         for c in frames.names:

@@ -48,9 +48,10 @@ def capture_options(f):  # type: ignore[no-untyped-def]
             "--rate",
             "-r",
             type=int,
-            default=100,
-            show_default=True,
-            help="Stack samples per second (py-spy and perf).",
+            default=None,
+            help="Stack samples per second (py-spy and perf). Default: 100, and for py-spy "
+            "on a process with more than 20 threads 2000/threads (at least 10): py-spy's "
+            "cost grows with threads x rate (docs/performance.md).",
         ),
         click.option(
             "--proc-rate",
@@ -121,7 +122,7 @@ def after_capture_options(f):  # type: ignore[no-untyped-def]
 
 def make_options(
     duration: float,
-    rate: int,
+    rate: int | None,
     proc_rate: int,
     native: bool,
     nonblocking: bool,
@@ -130,7 +131,8 @@ def make_options(
 ) -> CaptureOptions:
     return CaptureOptions(
         duration=duration,
-        rate=rate,
+        rate=100 if rate is None else rate,
+        pyspy_thread_budget=2000 if rate is None else 0,
         proc_rate=proc_rate,
         native=native,
         nonblocking=nonblocking,

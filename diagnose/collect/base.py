@@ -25,6 +25,9 @@ from diagnose.collect.target import Target
 class CaptureOptions:
     duration: float = 10.0  # seconds
     rate: int = 100  # stack samples per second (py-spy, perf)
+    # py-spy's rate is lowered so that threads x rate stays within this many thread-samples
+    # per second (see collect.pyspy.pyspy_rate); 0: never (the user chose --rate)
+    pyspy_thread_budget: int = 2000
     proc_rate: int = 20  # /proc thread-state ticks per second
     native: bool = False  # py-spy --native (blocking; perf provides native stacks cheaply)
     nonblocking: bool = True  # py-spy --nonblocking

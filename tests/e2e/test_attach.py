@@ -140,3 +140,41 @@ def test_python_versions(version, tmp_path):
     assert b.manifest.target["python_version"] == version
     system = b.json("system.json")
     assert system["python"]["runtime"] is not None  # the GIL's address range was found
+
+
+def test_pyspy_lowers_its_rate_on_a_process_with_many_threads(tmp_path):
+    """65 threads: py-spy samples at 2000/65 = 30 Hz by default (its cost grows with
+    threads x rate), and at the rate asked for when --rate is given."""
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "samples" / "lock_contention.py"),
+            "--threads",
+            "64",
+            "--seconds",
+            "30",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = 100
+        while len(list(Path(f"/proc/{proc.pid}/task").iterdir())) < 65 and deadline:
+            deadline -= 1
+            subprocess.run(["sleep", "0.1"], check=True)
+        threads = len(list(Path(f"/proc/{proc.pid}/task").iterdir()))
+        auto = capture(proc.pid, tmp_path / "auto", CaptureOptions(duration=2.5))
+        chosen = capture(
+            proc.pid, tmp_path / "chosen", CaptureOptions(duration=2.5, pyspy_thread_budget=0)
+        )
+    finally:
+        proc.kill()
+        proc.wait()
+    d = Bundle.open(auto.bundle).manifest.collectors["pyspy"].details
+    assert d["rate_hz"] == 2000 // threads
+    assert f"{threads} threads" in d["rate_note"]
+    # about rate x threads x seconds samples: the lower rate is what py-spy really used
+    assert d["samples"] < 0.6 * 100 * threads * 2.5
+    c = Bundle.open(chosen.bundle).manifest.collectors["pyspy"].details
+    assert c["rate_hz"] == 100 and "rate_note" not in c
+    assert c["samples"] > 1.5 * d["samples"]
