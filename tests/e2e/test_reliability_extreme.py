@@ -176,6 +176,10 @@ def test_names_built_to_be_run_are_only_ever_shown(tmp_path):
     parser.feed((out / "report.html").read_text())
     html_text = "".join(parser.parts)
     for text in (md_text, html_text):
-        assert "{{ 7*7 }}" in text
-        assert "{lock_top_waiters} {0.__class__.__mro__}" in text
+        assert "{{ 7*7 }}" in text  # the lock's site: in both, always
         assert "<class 'object'>" not in text and "<built-in function" not in text
+    # the HTML lists every thread; the Markdown only the 8 busiest groups, and these nine
+    # threads are equally busy, so the str.format name may be one of the two left out
+    assert "{lock_top_waiters} {0.__class__.__mro__}" in html_text
+    shown = "{lock_top_waiters} {0.__class__.__mro__}" in md_text
+    assert shown or "more groups of threads in the HTML report" in md_text
