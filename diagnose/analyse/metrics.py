@@ -423,6 +423,13 @@ metric(
     "The leaf Python frame most often holding the GIL.",
     "text",
 )
+metric(
+    "gil_holder_preprocess_share",
+    "share",
+    "gil",
+    "Share of the GIL-holding samples whose stack is preprocessing (frames.toml): the GIL "
+    "waits that a preprocessing stage causes.",
+)
 metric("python_version", "text", "system", "Python version of the target (major.minor).", "text")
 
 _POOL_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "BLIS_NUM_THREADS",
@@ -1099,19 +1106,22 @@ def _lock_holder(
 # --- GIL ---------------------------------------------------------------------------------
 
 
-def _gil(data: BundleData, m: dict[str, Any], a: Analysis) -> None:
+def _gil(data: BundleData, frames: FrameRules, m: dict[str, Any], a: Analysis) -> None:
     if data.gil_folded is None:
         return
     from diagnose.formats.pyspy import parse_raw
 
     by_thread: Counter[str] = Counter()
     by_site: Counter[str] = Counter()
-    total = 0.0
+    total = preprocess = 0.0
     for tid, name, stack, count in parse_raw(data.gil_folded):
         by_thread[f"{name or 'thread'} ({tid})"] += count
         by_site[stack[-1] if stack else "?"] += count
         total += count
+        if stack and frames.categorize(tuple(stack)) == "preprocess":
+            preprocess += count
     m["gil_held_samples"] = int(total)
+    m["gil_holder_preprocess_share"] = _r(preprocess / total, 3) if total > 0 else 0.0
     if total > 0:
         t, n = by_thread.most_common(1)[0]
         m["gil_holder_top"] = t
@@ -1179,7 +1189,7 @@ def analyse_data(data: BundleData, frames: FrameRules) -> Analysis:
         if data.py_intervals is not None:
             _locks(tt, data, m, a)
     _oncpu(tt, data, frames, m, a)
-    _gil(data, m, a)
+    _gil(data, frames, m, a)
     _flames(tt, data, a)
     from diagnose.analyse import extensions
 

@@ -58,10 +58,13 @@ class Case:
     needs_perf: bool = False
     collectors: tuple[str, ...] | None = None  # None: every collector this host supports
     python: str | None = None  # the interpreter to run the sample with (default: this one)
+    seconds: float = CAPTURE_S  # capture length: at least the sample's measured stable one
 
 
 CASES = [
-    Case("preprocess_tokenize", "preprocess", "serial"),
+    # stable from 5 s (docs/performance.md, section 3): its serial tokeniser holds the GIL,
+    # and a short capture can rank the GIL hand-offs first (1 in 5 at 2 s; seen at 4 s)
+    Case("preprocess_tokenize", "preprocess", "serial", seconds=6.0),
     Case("lock_contention", "lock", "mutex"),
     Case("gil_contention", "lock", "gil"),
     Case("oversubscription", "scheduling", "oversubscription", warmup=3.0),
@@ -77,13 +80,13 @@ def attempt(case: Case, out: Path) -> dict[str, Any]:
     with run_sample(
         case.sample,
         python=case.python,
-        seconds=CAPTURE_S + case.warmup + 30,
+        seconds=case.seconds + case.warmup + 30,
         warmup=case.warmup,
     ) as s:
         capture(
             s.pid,
             out,
-            CaptureOptions(duration=CAPTURE_S, collectors=case.collectors),
+            CaptureOptions(duration=case.seconds, collectors=case.collectors),
             follow_children=False,
         )
     bundle = Bundle.open(out)
