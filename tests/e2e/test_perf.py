@@ -235,7 +235,9 @@ def test_perf_never_outlives_a_killed_diagnose(tmp_path):
             while time.monotonic() < deadline and len(perfs) < 2:
                 time.sleep(0.2)
                 perfs = _perf_recordings(diag.pid, proc.pid)
-            assert len(perfs) == 2, "perf did not start"
+            # two recordings (sampling, scheduler); perf may show a short-lived child of its
+            # own next to them (seen once, in CI): every one found must die with diagnose
+            assert len(perfs) >= 2, "perf did not start"
             # WHEN diagnose dies without any chance to clean up
             os.kill(diag.pid, signal.SIGKILL)
             diag.wait()
