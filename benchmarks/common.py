@@ -17,6 +17,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -229,8 +230,6 @@ def run_timed(argv: Sequence[str], timeout: float) -> tuple[int, float, float, i
     (py-spy, perf; the peak is the largest single process), measured by a small wrapper
     (:data:`_RUSAGE_WRAPPER`) so that this process's own memory does not leak into them.
     """
-    import tempfile
-
     with tempfile.NamedTemporaryFile(prefix="bench-rusage-", suffix=".json") as ru:
         t = time.monotonic()
         proc = subprocess.Popen(

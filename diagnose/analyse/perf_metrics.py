@@ -431,11 +431,9 @@ def _futex(
     gil = _gil(data)
     fx["_addr"] = addr
     fx["_op"] = fx["op"].astype(str)
-    key_cols = ["_addr", "py_leaf", "native", "_op", "tid"]
-    group = fx.groupby(key_cols, sort=False).ngroup().to_numpy()  # numbered as first seen
-    keys = fx[key_cols].drop_duplicates()
-    kinds = []
-    for a_, leaf, nat, op, tid in keys.itertuples(index=False, name=None):
+    by_key = fx.groupby(["_addr", "py_leaf", "native", "_op", "tid"], sort=False)
+    kinds = []  # one per distinct key, in the groups' order
+    for a_, leaf, nat, op, tid in by_key.size().index:
         if gil is not None and gil[0] <= a_ < gil[1]:
             kinds.append("gil")
         elif int(tid) in py_tids:
@@ -446,7 +444,7 @@ def _futex(
             kinds.append(
                 "lock" if nk == "mutex" else ("condition" if nk == "condition" else "other")
             )
-    fx["kind"] = np.array(kinds, dtype=object)[group]
+    fx["kind"] = np.array(kinds, dtype=object)[by_key.ngroup().to_numpy()]
     fx = fx.drop(columns=["_addr", "_op"])
     m["futex_wait_s"] = _r(float(fx["dur"].sum()), 3)
     lk = fx[fx["kind"] == "lock"]
@@ -578,18 +576,19 @@ def _pairs(
     mask: np.ndarray,
     start: np.ndarray,
     end: np.ndarray,
-    first: np.ndarray,
-    begins: np.ndarray,
+    lows: np.ndarray,
+    highs: np.ndarray,
     side: Literal["left", "right"] = "left",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Every (window, item) pair with the item inside the window, as two index arrays.
 
-    Windows are ``start[i]..end[i]`` for ``i`` in ``mask``; items are sorted, ``first[i]``
-    is the first item that can be in window ``i`` and items up to the last whose
-    ``begins`` is before ``end[i]`` are (``side``: 'right' to count one that begins at it)."""
+    Windows are ``start[i]..end[i]`` for ``i`` in ``mask``. Items are sorted; item ``k`` can
+    be in window ``i`` from the first whose ``lows[k]`` is not before ``start[i]`` up to the
+    last whose ``highs[k]`` is before ``end[i]`` (``side`` 'right': or at it). Points pass
+    their times as both; intervals their ends as ``lows`` and their starts as ``highs``."""
     idx = np.flatnonzero(mask)
-    lo = first[idx]
-    n = np.clip(np.searchsorted(begins, end[idx], side) - lo, 0, None)
+    lo = np.searchsorted(lows, start[idx], "left")
+    n = np.clip(np.searchsorted(highs, end[idx], side) - lo, 0, None)
     w = np.repeat(idx, n)
     k = np.repeat(lo, n) + (np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n))
     return w, k
@@ -619,7 +618,7 @@ def _sites_in_windows(
         for t, g in mine.groupby("tid"):
             s, e = g["start"].to_numpy(), g["end"].to_numpy()
             codes = np.array([code.get(leaves.get(int(x), ""), -1) for x in g["stack_id"]])
-            w, k = _pairs(tids == t, start, end, np.searchsorted(e, start), s)
+            w, k = _pairs(tids == t, start, end, e, s)
             overlap = np.minimum(e[k], end[w]) - np.maximum(s[k], start[w])
             ok = (overlap > 0) & (codes[k] >= 0)
             acc += np.bincount(codes[k][ok], weights=overlap[ok], minlength=len(names))
@@ -629,7 +628,7 @@ def _sites_in_windows(
         leaf_of: dict[int, str] = {}
         for t, g in ns[ns["tid"].isin(set(tids.tolist()))].sort_values("t").groupby("tid"):
             ts = g["t"].to_numpy()
-            w, k = _pairs(tids == t, start, end, np.searchsorted(ts, start, "left"), ts, "right")
+            w, k = _pairs(tids == t, start, end, ts, ts, "right")
             for sid in g["stack_id"].to_numpy()[k]:
                 if int(sid) not in leaf_of:
                     leaf_of[int(sid)] = user_leaf(data.native_stacks.get(int(sid), ()))

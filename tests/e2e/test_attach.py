@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -161,7 +162,7 @@ def test_pyspy_lowers_its_rate_on_a_process_with_many_threads(tmp_path):
         deadline = 100
         while len(list(Path(f"/proc/{proc.pid}/task").iterdir())) < 65 and deadline:
             deadline -= 1
-            subprocess.run(["sleep", "0.1"], check=True)
+            time.sleep(0.1)
         threads = len(list(Path(f"/proc/{proc.pid}/task").iterdir()))
         auto = capture(proc.pid, tmp_path / "auto", CaptureOptions(duration=2.5))
         chosen = capture(

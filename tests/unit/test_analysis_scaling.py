@@ -60,7 +60,7 @@ def test_pairs_of_points_match_brute_force(seed: int) -> None:
     start = rng.choice(np.arange(0, 10, 0.5), size=12)
     end = start + rng.choice([0, 0.5, 1.0, 2.5], size=12)
     mask = rng.random(12) < 0.7
-    w, k = _pairs(mask, start, end, np.searchsorted(items, start, "left"), items, "right")
+    w, k = _pairs(mask, start, end, items, items, "right")
     got = set(zip(w.tolist(), k.tolist(), strict=True))
     want = {(a, b) for a, b in _brute(start, end, items, "right") if mask[a]}
     assert got == want
@@ -77,7 +77,7 @@ def test_pairs_of_intervals_match_brute_force(seed: int) -> None:
     start = rng.choice(np.arange(0, 20, 0.25), size=10)
     end = start + rng.choice([0, 0.25, 1.0, 4.0], size=10)
     mask = np.ones(10, dtype=bool)
-    w, k = _pairs(mask, start, end, np.searchsorted(e, start), s)
+    w, k = _pairs(mask, start, end, e, s)
     got = set(zip(w.tolist(), k.tolist(), strict=True))
     # the loop it replaced: range(searchsorted(e, a), searchsorted(s, b)), kept when the
     # overlap is positive (the caller's filter); intervals ending exactly at a are out
