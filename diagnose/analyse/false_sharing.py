@@ -11,9 +11,10 @@ Here, for each sample:
    gets no address (never a guess);
 3. group the addresses by 64-byte cache line.
 
-A line is a **false-sharing candidate** when two or more threads write it at *different*
-offsets (fields that do not overlap): each write takes the line away from the other core
-although nothing is shared. One address written by two or more threads is **true sharing**
+A line is a **false-sharing candidate** when two or more threads write it and one of its
+fields (overlapping writes merged) is written by some of them and not by the others: each
+write by the others takes the line away from that field's writer although they never touch
+the field. One address written by two or more threads is **true sharing**
 (a hot atomic counter, a lock word): padding cannot help it; sharding or batching can.
 A thread counts as a writer of a line only with at least :data:`MIN_WRITER_SAMPLES`
 samples there and :data:`MIN_WRITER_FRACTION` of the line's write samples: one stray sample
@@ -243,10 +244,9 @@ def classify(ln: _Line) -> dict[str, Any] | None:
             if lo <= o < hi:
                 owners[i].add(t)
     true = any(len(w) >= 2 for w in owners)
-    false = any(
-        a != b for i, wa in enumerate(owners) for j, wb in enumerate(owners) if i != j
-        for a in wa for b in wb
-    )  # fmt: skip
+    # a field that some writers of the line write and others do not: those others take the
+    # line from under it although they never touch it
+    false = any(w and w < writers for w in owners)
     if not (true or false):
         return None
     return {

@@ -60,6 +60,13 @@ def test_one_address_written_by_several_threads_is_true_sharing():
     assert t["lines"][0]["kind"] == "true"
 
 
+def test_a_shared_struct_of_two_fields_is_true_sharing_only():
+    # both threads write both fields (one shared {items, bytes} slot): nothing is false
+    m, t = run((1, IP, 50, LINE), (2, IP, 50, LINE), (1, IP, 50, LINE + 8), (2, IP, 50, LINE + 8))
+    assert m["false_sharing_lines"] == 0 and m["true_sharing_lines"] == 1
+    assert t["lines"][0]["kind"] == "true"
+
+
 def test_a_shared_word_next_to_private_fields_is_both():
     m, t = run((1, IP, 50, LINE), (2, IP, 50, LINE), (1, IP, 50, LINE + 8), (2, IP, 50, LINE + 16))
     assert m["false_sharing_lines"] == 1 and m["true_sharing_lines"] == 1
