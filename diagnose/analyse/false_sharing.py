@@ -519,12 +519,16 @@ def analyse_false_sharing(data: Any, frames: Any, a: Any) -> None:
             SRC, f"{SRC} {rec.status.value}" + (f": {rec.reason}" if rec.reason else "")
         )
         return
-    try:
-        df = b.table("false_sharing/samples.csv", ["tid", "ip", "samples"])
-        code, names = load_code(b.json("false_sharing/code.json"))
-    except BadBundle as exc:
-        data.missing[SRC] = str(exc)
-        return
+    for rel in ("false_sharing/samples.csv", "false_sharing/code.json"):
+        try:
+            if rel.endswith(".csv"):
+                df = b.table(rel, ["tid", "ip", "samples"])
+            else:
+                code, names = load_code(b.json(rel))
+        except BadBundle as exc:
+            why = str(exc)
+            data.missing[SRC] = why if rel in why else f"{rel}: {why}"
+            return
     missing = x86.available()
     if missing:
         data.missing[SRC] = f"cannot decode the recorded code: {missing}"
