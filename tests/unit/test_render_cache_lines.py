@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import json
 from typing import Any
 
 import pytest
@@ -89,3 +90,32 @@ def test_the_markdown_table_has_one_row_per_field(diag, table):
     rows = [r for r in section.splitlines() if r.startswith("| ") and "---" not in r]
     assert len(rows) == 1 + len(ln["fields"])  # the header, then one row per field
     assert ln["line"] in section and "false sharing" in section
+
+
+def paths(value: Any, path: str = "") -> set[str]:
+    """Every field path of a JSON value (``a.b``, ``a[].c``); open maps stop at their key."""
+    out = {path} if path else set()
+    if isinstance(value, dict) and not path.endswith("outcomes"):
+        for k, v in value.items():
+            out |= paths(v, f"{path}.{k}".lstrip("."))
+    elif isinstance(value, list):
+        for v in value:
+            if isinstance(v, (dict, list)):  # an array of numbers is one documented field
+                out |= paths(v, f"{path}[]")
+    return out
+
+
+def test_report_json_documents_every_field_of_the_table(table):
+    doc = (FIXTURES.parent.parent / "docs" / "report-json.md").read_text(encoding="utf-8")
+    section = doc[doc.index("#### `extra.false_sharing`") :].split("\n#")[0]
+    documented = set()
+    for line in section.splitlines():
+        cells = line.split(" | ")
+        if line.startswith("| ") and len(cells) > 2 and cells[1] not in ("type", "---"):
+            documented |= {p.strip() for p in cells[0][2:].split(",")}
+    documented.discard("field")
+    got = paths(json.loads(json.dumps(table)))
+    # every documented field exists, and every field is documented, itself or as the
+    # container of documented fields
+    assert documented - got == set()
+    assert {p for p in got - documented if not any(d.startswith(p) for d in documented)} == set()
