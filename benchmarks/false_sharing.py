@@ -48,6 +48,9 @@ VARIANTS: dict[str, tuple[str, list[str], float]] = {
     "service --pad": ("false_sharing_service", ["--pad"], 2.5),
 }
 BASE = {"native": "native adjacent", "service": "service"}
+#: verdicts that say other processes (or diagnose) took the cores: on a busy host they
+#: rightly rank first, and the table also shows what ranks first after them
+CROWDED = {"scheduling/cpu_contention", "scheduling/observer_effect"}
 
 
 def throughput(rounds: int, seconds: float, names: list[str]) -> None:
@@ -101,12 +104,15 @@ def diagnosed(captures: int, duration: int, names: list[str]) -> None:
                 rep = json.loads((out / "report.json").read_text())
                 m = rep["metrics"]
                 ids = {f["id"] for f in rep["findings"]}
+                ranked = [f"{r['category']}/{r['kind']}" for r in rep["verdict"]["ranking"]]
+                ranked = [r for r in ranked if r not in CROWDED]
                 lines = (rep.get("extra", {}).get("false_sharing") or {}).get("lines") or []
                 top = lines[0] if lines else {}
                 row = {
                     "capture": i, "variant": name, "rc": rc, "wall_s": round(wall, 1),
                     "tool_cpu_s": round(cpu, 2),
                     "verdict": f"{rep['verdict']['primary']}/{rep['verdict']['kind']}",
+                    "first_but_crowding": ranked[0] if ranked else "none",
                     "false_sharing": "memory_bandwidth.false_sharing_regs" in ids,
                     "true_sharing": "memory_bandwidth.true_sharing" in ids,
                     "offsets": [f["offset"] for f in top.get("fields", [])],
@@ -119,21 +125,30 @@ def diagnosed(captures: int, duration: int, names: list[str]) -> None:
                 rows.append(row)
                 append_row(path, row)
                 print(json.dumps(row), file=sys.stderr, flush=True)
+    summarise_diagnosed(rows, names)
+
+
+def summarise_diagnosed(rows: list[dict], names: list[str]) -> None:
     print(
         "| variant | captures | false-sharing finding | true-sharing finding | verdicts "
-        "| top line's offsets (threads) | samples, median |"
+        "| first after crowding | top line's offsets (threads) | samples, median "
+        "| other processes' CPU share, median |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name in names:
         sel = [r for r in rows if r["variant"] == name]
         verdicts = ", ".join(f"{v} x{n}" for v, n in Counter(r["verdict"] for r in sel).items())
+        after = ", ".join(
+            f"{v} x{n}" for v, n in Counter(r.get("first_but_crowding", "?") for r in sel).items()
+        )
         shapes = ", ".join(
             f"{o} ({t}) x{n}"
             for (o, t), n in Counter((str(r["offsets"]), r["threads"]) for r in sel).items()
         )
         print(f"| {name} | {len(sel)} | {sum(r['false_sharing'] for r in sel)}/{len(sel)} "
-              f"| {sum(r['true_sharing'] for r in sel)}/{len(sel)} | {verdicts} | {shapes} "
-              f"| {stat([r['samples'] for r in sel]).fmt('.0f')} |")  # fmt: skip
+              f"| {sum(r['true_sharing'] for r in sel)}/{len(sel)} | {verdicts} | {after} "
+              f"| {shapes} | {stat([r['samples'] for r in sel]).fmt('.0f')} "
+              f"| {stat([r['host_foreign_cpu_share'] for r in sel]).fmt('.2f')} |")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -145,11 +160,16 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seconds", type=float, default=5.0, help="throughput: seconds per run")
     p.add_argument("--captures", type=int, default=5, help="diagnose: captures per variant")
     p.add_argument("--duration", type=int, default=10, help="diagnose: capture seconds")
+    p.add_argument("--summarise", type=Path, help="diagnose: print the table of a raw-rows file")
     args = p.parse_args(argv)
     names = [n.strip() for n in args.variants.split(",") if n.strip()]
     unknown = [n for n in names if n not in VARIANTS]
     if unknown:
         sys.exit(f"unknown variant(s): {', '.join(unknown)}; known: {', '.join(VARIANTS)}")
+    if args.summarise:
+        rows = [json.loads(x) for x in args.summarise.read_text().splitlines()]
+        summarise_diagnosed(rows, list(dict.fromkeys(r["variant"] for r in rows)))
+        return
     print(f"# machine: {machine_line()}", file=sys.stderr)
     if args.what == "throughput":
         throughput(args.rounds, args.seconds, names)
