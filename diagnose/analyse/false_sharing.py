@@ -39,6 +39,7 @@ from typing import Any
 from diagnose.analyse.registry import metric
 from diagnose.errors import BadBundle
 from diagnose.formats import x86
+from diagnose.formats.perf_regs import ADDRESS_REGS
 
 LINE = 64
 MIN_WRITER_SAMPLES = 3
@@ -168,13 +169,7 @@ def decode(info: CodeInfo) -> tuple[x86.Insn | None, x86.Insn | None]:
 def _decode(
     ip: int, start: int, code: bytes, prev: int | None
 ) -> tuple[x86.Insn | None, x86.Insn | None]:
-    p = None
-    if prev is not None and start <= prev < ip:
-        p = x86.decode_one(code[prev - start :], prev)
-        if p is not None and p.end != ip:
-            p = None
-    at = x86.decode_one(code[ip - start :], ip) if start <= ip < start + len(code) else None
-    return p, at
+    return x86.decode_pair(code, start, ip, prev)
 
 
 def accesses(
@@ -445,7 +440,7 @@ def load_rows(records: Iterable[Mapping[str, Any]]) -> list[SampleRow]:
         except (KeyError, TypeError, ValueError):
             continue
         regs = {}
-        for name in x86_regs():
+        for name in ADDRESS_REGS:
             v = r.get(name)
             if isinstance(v, str) and v.startswith("0x"):
                 try:
@@ -454,12 +449,6 @@ def load_rows(records: Iterable[Mapping[str, Any]]) -> list[SampleRow]:
                     continue
         out.append(SampleRow(tid, ip, n, regs))
     return out
-
-
-def x86_regs() -> tuple[str, ...]:
-    from diagnose.formats.perf_regs import USER_REGS
-
-    return tuple(r for r in USER_REGS if r != "ip")
 
 
 def load_code(doc: Any) -> tuple[dict[int, CodeInfo], dict[int, str]]:

@@ -27,6 +27,8 @@ USER_REGS = (
     "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15",
 )  # fmt: skip
 USER_REGS_OPTION = "--user-regs=" + ",".join(USER_REGS)
+#: those an address can be computed from (the IP is the sample's own)
+ADDRESS_REGS = tuple(r for r in USER_REGS if r != "ip")
 #: Addresses at or above this are the kernel's (x86-64 canonical upper half).
 KERNEL_START = 0xFFFF800000000000
 

@@ -204,6 +204,20 @@ def decode_one(code: bytes, address: int) -> Insn | None:
     return Insn(insn.address, insn.size, text, tuple(mem), frozenset(writes))
 
 
+def decode_pair(
+    code: bytes, start: int, ip: int, prev: int | None
+) -> tuple[Insn | None, Insn | None]:
+    """(the instruction at ``prev``, the one at ``ip``) from ``code`` loaded at ``start``;
+    the previous one only if it ends exactly at ``ip``. None where not decodable."""
+    p = None
+    if prev is not None and start <= prev < ip:
+        p = decode_one(code[prev - start :], prev)
+        if p is not None and p.end != ip:
+            p = None
+    at = decode_one(code[ip - start :], ip) if start <= ip < start + len(code) else None
+    return p, at
+
+
 def instruction_starts(code: bytes, base: int, stop: int) -> list[int]:
     """Addresses of the instructions a linear decode of ``code`` (loaded at ``base``) finds
     before ``stop``, and the first one at or after it (so a decode that lands exactly on

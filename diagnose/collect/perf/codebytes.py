@@ -149,13 +149,7 @@ class CodeAt:
 
     def insns(self) -> tuple[x86.Insn | None, x86.Insn | None]:
         """(the previous instruction, the one at the IP), None where not decodable."""
-        prev = None
-        if self.prev is not None:
-            prev = x86.decode_one(self.code[self.prev - self.start :], self.prev)
-            if prev is None or prev.end != self.ip:
-                prev = None
-        at = x86.decode_one(self.code[self.ip - self.start :], self.ip)
-        return prev, at
+        return x86.decode_pair(self.code, self.start, self.ip, self.prev)
 
 
 def locate(

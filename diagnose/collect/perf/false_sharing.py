@@ -46,7 +46,7 @@ from diagnose.collect.perf.codebytes import (
 from diagnose.collect.perf.oncpu import thread_names
 from diagnose.collect.perf.record import PerfCollectorBase, PerfRecord, record_failure, ring_pages
 from diagnose.formats import x86
-from diagnose.formats.perf_regs import USER_REGS, USER_REGS_OPTION, Lost, parse_regs_script
+from diagnose.formats.perf_regs import ADDRESS_REGS, USER_REGS_OPTION, Lost, parse_regs_script
 
 PERIOD_NS = 4_000_000  # ns of a thread's CPU time per sample: 250 samples per busy second
 MAX_SECONDS = 60.0
@@ -55,8 +55,7 @@ MAX_SAMPLES = 200_000
 RING_BYTES = 1024 * 1024  # per CPU
 SCRIPT_TIMEOUT = 120.0
 FIELDS = "tid,time,ip,sym,symoff,dso,uregs"
-#: registers an address can be computed from (the IP comes from the sample itself)
-ADDR_REGS = tuple(r for r in USER_REGS if r != "ip")
+ADDR_REGS = ADDRESS_REGS
 SAMPLE_COLUMNS = ["tid", "ip", "samples", *ADDR_REGS]
 CODE_SCHEMA = "diagnose.false_sharing.code/1"
 _NONE = 2**64 - 1  # a register perf did not give (the sample had no user registers)
