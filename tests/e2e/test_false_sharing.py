@@ -143,3 +143,18 @@ def test_the_numpy_service_padded_has_no_shared_line(tmp_path):
     m = report["metrics"]
     assert (m["false_sharing_lines"], m["true_sharing_lines"]) == (0, 0)
     assert finding(report, "memory_bandwidth.false_sharing_regs") is None
+
+
+def test_a_target_that_exits_mid_capture_keeps_its_lines(tmp_path):
+    # GIVEN the adjacent-counters sample, which exits about 7 s into a 15 s capture
+    with run_sample("false_sharing_native", seconds=9, warmup=1.5) as s:
+        options = CaptureOptions(duration=15, collectors=with_collector(None, "false_sharing"))
+        capture(s.pid, tmp_path / "bundle", options, follow_children=False)
+    bundle = Bundle.open(tmp_path / "bundle")
+    rec = bundle.collector("false_sharing")
+    # THEN the collector is partial (the target exited), its code came from the mapped file
+    assert rec.status.value == "partial" and "exited" in rec.reason, (rec.status, rec.reason)
+    assert rec.details["code_from"] == {"file": rec.details["ips_with_code"]}
+    # and the line is still found, with both threads
+    m = diagnose(tmp_path / "bundle").report["metrics"]
+    assert (m["false_sharing_top_threads"], m["false_sharing_top_offsets"]) == (2, 4)
