@@ -119,7 +119,12 @@ class FalseSharingCollector(PerfCollectorBase):
         details.update(samples=read.n, kernel_samples=sum(read.kernel.values()),
                        lost_events=lost, truncated=read.truncated)  # fmt: skip
         if read.n == 0:
-            reason = error or record_failure(rec.stderr()) or "perf recorded no samples"
+            if ctx.target_exited.is_set():
+                reason = "the target exited before perf recorded a sample"
+            elif error or "Captured and wrote" not in rec.stderr():
+                reason = error or record_failure(rec.stderr()) or "perf recorded no samples"
+            else:
+                reason = "perf recorded no samples: the target's threads did not run"
             return self.record(CollectorStatus.FAILED, reason, files, **details)
         pid = ctx.target.pid
         order = [ip for ip, _ in read.ip_counts.most_common(MAX_IPS)]
