@@ -524,6 +524,8 @@ def analyse_false_sharing(data: Any, frames: Any, a: Any) -> None:
         return
     df = df.astype(object).where(df.notna(), None)
     rows = load_rows(df.to_dict("records"))
+    # Python threads: py-spy's names ("worker-0") say more than the kernel's ("python")
+    names |= {tid: n for tid, n in (getattr(data, "py_names", None) or {}).items() if n}
     m, table = analyse_lines(rows, code, names, _c2c_lines(b))
     a.metrics.update(m)
     a.extra[SRC] = table
