@@ -34,7 +34,7 @@ from diagnose.formats import x86
 MAX_IPS = 512  # distinct sampled user-space IPs whose code is copied (the hottest)
 MAX_SWEEP = 64 * 1024  # decode from the symbol's start when it is at most this far back
 AFTER = 16  # bytes kept after the IP (one whole instruction at it)
-SRCLINE_IPS = 32  # the hottest memory-writing addresses whose source lines are looked up
+SRCLINE_IPS = 32  # at most this many hot IPs get source lines
 SRCLINE_SECONDS = 2.0  # time budget for all source-line lookups (CPU of the host's cores)
 SRCLINE_MAX_FILE = 512 * 2**20  # ELF files larger than this are not searched for lines
 
@@ -273,12 +273,16 @@ def source_lines(
     return out
 
 
-def lookup_source_lines(code: dict[int, CodeAt], order: list[int]) -> dict[int, str]:
-    """Source lines of the hottest IPs whose instructions write memory (the only ones a
-    report names) and of their previous instructions, within :data:`SRCLINE_SECONDS`.
+def lookup_source_lines(
+    code: dict[int, CodeAt], order: list[int], wanted: set[int]
+) -> dict[int, str]:
+    """Source lines of the instructions at the ``wanted`` addresses (those that write a line
+    other threads write too: the only ones a report names), hottest IP first, at most
+    :data:`SRCLINE_IPS` IPs, within :data:`SRCLINE_SECONDS`.
 
-    Measured on the NumPy service (libpython with DWARF, 41 hot IPs): looking up every hot
-    IP took 1.0 s of CPU and ~60 MB of memory in pyelftools; writers only, a fraction."""
+    Why so narrow: pyelftools decodes a compilation unit's whole line program; for the
+    interpreter's ceval.c that took 1-2 s of CPU and ~50 MB on the NumPy service when every
+    hot IP was looked up."""
     deadline = time.monotonic() + SRCLINE_SECONDS
     per_file: dict[str, dict[int, int]] = {}
     chosen = 0
@@ -286,11 +290,12 @@ def lookup_source_lines(code: dict[int, CodeAt], order: list[int]) -> dict[int, 
         c = code.get(ip)
         if c is None or c.mapping is None or not c.mapping.file_backed:
             continue
-        if not any(i is not None and i.writes_memory() for i in c.insns()):
+        addrs = [a for a in (ip, c.prev) if a is not None and a in wanted]
+        if not addrs:
             continue
         m = c.mapping
-        for addr in (ip, c.prev):
-            if addr is not None and m.start <= addr < m.end:
+        for addr in addrs:
+            if m.start <= addr < m.end:
                 per_file.setdefault(m.path, {})[addr] = addr - m.start + m.offset
         chosen += 1
         if chosen >= SRCLINE_IPS:

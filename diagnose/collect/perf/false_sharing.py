@@ -134,8 +134,8 @@ class FalseSharingCollector(PerfCollectorBase):
             code, unread = locate(reader, [(ip, read.func_start(ip)) for ip in order])
         finally:
             reader.close()
-        lines = lookup_source_lines(code, order)
         need = {ip: x86.needed_regs(c.insns()) for ip, c in code.items()}
+        lines = lookup_source_lines(code, order, _shared_write_sites(read, code))
         rows = _rows(read, need)
         w = ctx.writer
         with w.open_text("false_sharing/samples.csv") as fh:
@@ -202,6 +202,35 @@ def _read_samples(lines: Any) -> _Read:
         regs = rec.regs
         r.flat.extend(regs.get(name, _NONE) & 0xFFFFFFFFFFFFFFFF for name in ADDR_REGS)
     return r
+
+
+def _shared_write_sites(r: _Read, code: dict[int, CodeAt]) -> set[int]:
+    """Addresses of the instructions that write a cache line two or more threads write: the
+    ones whose source lines are worth looking up (the analysis decides what they mean)."""
+    width = 2 + len(ADDR_REGS)
+    idx = {name: 2 + i for i, name in enumerate(ADDR_REGS)}
+    pairs = {ip: c.insns() for ip, c in code.items()}
+    tids: dict[int, set[int]] = {}
+    sites: dict[int, set[int]] = {}
+    flat = r.flat
+    for k in range(0, len(flat), width):
+        tid, ip = flat[k], flat[k + 1]
+        prev, at = pairs.get(ip, (None, None))
+        for insn, ran in ((prev, True), (at, False)):
+            for op in insn.mem if insn is not None else ():
+                if not op.write:
+                    continue
+                regs = {
+                    g: flat[k + idx[g]]
+                    for g in (op.base, op.index)
+                    if g in idx and flat[k + idx[g]] != _NONE
+                }
+                ea = x86.effective_address(op, regs, insn.end, insn if ran else None)
+                if ea is not None:
+                    line = ea & ~63
+                    tids.setdefault(line, set()).add(tid)
+                    sites.setdefault(line, set()).add(insn.address)
+    return {a for line, t in tids.items() if len(t) >= 2 for a in sites[line]}
 
 
 def _rows(r: _Read, need: dict[int, set[str]]) -> list[list[str | int]]:
