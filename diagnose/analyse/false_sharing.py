@@ -36,6 +36,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import diagnose.analyse.perf_metrics  # noqa: F401 - registers the core and perf metrics first
 from diagnose.analyse.registry import metric
 from diagnose.errors import BadBundle
 from diagnose.formats import x86
@@ -51,7 +52,7 @@ metric(
     "false_sharing_lines",
     "lines",
     SRC,
-    "Cache lines that two or more threads write at different offsets (non-overlapping fields), from the addresses the sampled instructions write: false-sharing candidates.",
+    "Cache lines that two or more threads write, with a field (overlapping writes merged) written by some of them and not the others, from the addresses the sampled instructions write: false-sharing candidates.",
 )
 metric(
     "false_sharing_share",
