@@ -27,7 +27,7 @@ from diagnose.report import diagnose
 from tests.conftest import run_sample
 
 pytestmark = pytest.mark.skipif(
-    shutil.which("perf") is None or shutil.which("gcc") is None,
+    shutil.which("perf") is None or not (shutil.which("gcc") or shutil.which("cc")),
     reason="needs perf (apt-get install -y linux-perf) and gcc (the samples compile C)",
 )
 CAPTURE_S = 10.0
