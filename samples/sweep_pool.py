@@ -1,7 +1,7 @@
 """HTTP service whose throughput peaks at a known concurrency: --slots model lanes.
 
 POST /infer {"text": "..."}: the request thread tokenises the text (a little Python work),
-then takes one of --slots lanes (a pool of model instances, each behind its own lock; or an
+then checks out one of --slots lanes from a pool under one lock (model instances, an
 accelerator's streams, a downstream model server's connections) and sends the tokens to
 that lane's "model", which answers after --service-ms over a socket. A request
 holds its lane for about --service-ms and the lanes use no CPU of this process while they
@@ -17,12 +17,12 @@ this with its own figures (sweep_http.py): ``GET /stats`` returns what it served
 capacity it was built with (``capacity_rps``), and ``max_in_flight``.
 
 Expected verdicts: at and below the knee the request threads wait on the lanes' sockets
-(io, dependency: the lanes set the pace); well past it most of them queue on the lane
-locks (lock, mutex: the pool is too small for the concurrency).
+(io, dependency: the lanes set the pace); well past it most of them queue on the pool's
+checkout lock (lock, mutex: the pool is too small for the concurrency).
 """
 
-import itertools
 import os
+import queue
 import socket
 import threading
 import time
@@ -41,10 +41,9 @@ def extra(p):
 
 
 class Lane:
-    """One model lane: a lock (one request at a time) and a connection to its model."""
+    """One model lane: a connection to a model that serves one request at a time."""
 
     def __init__(self, i, service_s):
-        self.lock = threading.Lock()
         self.conn, theirs = socket.socketpair()
         self.service_s = service_s
         threading.Thread(
@@ -62,30 +61,27 @@ class Lane:
 
 
 class Lanes:
-    """``slots`` lanes, each behind its own lock (a pool of model instances): a request takes
-    any free lane; when all are busy it queues on one lane's lock, round robin."""
+    """``slots`` lanes in a pool, checked out under one lock (a common shape: ``with
+    POOL_LOCK: model = pool.get()``). Up to ``slots`` requests get a lane at once; past
+    that the request in front waits in ``get()`` for a lane to come back, and every other
+    one queues on ``checkout``."""
 
     def __init__(self, slots, service_s):
         self.slots = slots
         self.service_s = service_s
-        self.lanes = [Lane(i, service_s) for i in range(slots)]
-        self.turn = itertools.count()
-
-    def _take(self):
-        for lane in self.lanes:
-            if lane.lock.acquire(blocking=False):
-                return lane
-        lane = self.lanes[next(self.turn) % self.slots]
-        lane.lock.acquire()  # every lane is busy: the N+1-th concurrent request queues here
-        return lane
+        self.free = queue.Queue()
+        for i in range(slots):
+            self.free.put(Lane(i, service_s))
+        self.checkout = threading.Lock()
 
     def infer(self, tokens):
-        lane = self._take()
+        with self.checkout:  # past --slots concurrent requests, they queue here
+            lane = self.free.get()
         try:
             lane.conn.sendall(" ".join(tokens).encode()[:4096] or b"-")
             answer = lane.conn.recv(64)
         finally:
-            lane.lock.release()
+            self.free.put(lane)
         return int(answer or b"0")
 
 

@@ -106,6 +106,11 @@ def _f(x: float | None, digits: int = 0) -> str:
     return "n/a" if x is None else f"{x:,.{digits}f}"
 
 
+def users_text(n: int | None) -> str:
+    """'1 user', '4 users'."""
+    return f"{n} user" if n == 1 else f"{n} users"
+
+
 def find_knee(points: Sequence[StepPoint]) -> Knee:
     """The knee: the first step that no later step beats by enough to pay (:func:`pays`).
 
@@ -121,7 +126,7 @@ def find_knee(points: Sequence[StepPoint]) -> Knee:
             first = points[saturated[0]]
             return Knee(
                 "generator_bound",
-                f"the load generator saturated from {first.users} users: too few steps with "
+                f"the load generator saturated from {users_text(first.users)}: too few steps with "
                 "the service as the limit to find a knee",
             )
         return Knee("too_few_steps", "fewer than two steps have figures: no knee to find")
@@ -141,8 +146,8 @@ def find_knee(points: Sequence[StepPoint]) -> Knee:
             s = points[sat_after[0]]
             return Knee(
                 "generator_bound",
-                f"QPS still rose up to {pk.users} users ({_f(pk.qps)}/s), then the load "
-                f"generator saturated (from {s.users} users): the service's knee is above "
+                f"QPS still rose up to {users_text(pk.users)} ({_f(pk.qps)}/s), then the load "
+                f"generator saturated (from {users_text(s.users)}): the service's knee is above "
                 f"{_f(pk.qps)} QPS; give the generator more CPU (locust --processes, another "
                 "host) and sweep again",
                 index=knee,
@@ -152,7 +157,7 @@ def find_knee(points: Sequence[StepPoint]) -> Knee:
             )
         return Knee(
             "not_reached",
-            f"QPS still rose at the last step ({pk.users} users, {_f(pk.qps)}/s): the knee "
+            f"QPS still rose at the last step ({users_text(pk.users)}, {_f(pk.qps)}/s): the knee "
             "is further up; add steps",
             index=knee,
             users=pk.users,
@@ -168,12 +173,12 @@ def find_knee(points: Sequence[StepPoint]) -> Knee:
         bend = pn.p99_ms / pk.p99_ms
         bends = p99_bends(pk.p99_ms, pk.users, pn.p99_ms, pn.users)
     text = (
-        f"the knee is at {pk.users} users: {_f(pk.qps)} QPS"
+        f"the knee is at {users_text(pk.users)}: {_f(pk.qps)} QPS"
         + (f", P99 {_f(pk.p99_ms)} ms" if pk.p99_ms is not None else "")
         + f"; more users added at most {_f(((gain or 1) - 1) * 100)}% QPS"
     )
     if bend is not None:
-        text += f" while P99 went x{bend:.1f} at {pn.users} users"
+        text += f" while P99 went x{bend:.1f} at {users_text(pn.users)}"
     if knee == usable[0]:
         text += " (already at the first step: more concurrency never paid)"
     return Knee(
@@ -254,7 +259,7 @@ def _pick_sla(
         low = min(stable, key=lambda i: points[i].p99_ms or math.inf)
         notes.append(
             f"no stable step met P99 <= {_f(sla_p99_ms)} ms: the lowest P99 was "
-            f"{_f(points[low].p99_ms)} ms at {points[low].users} users; the service cannot "
+            f"{_f(points[low].p99_ms)} ms at {users_text(points[low].users)}; the service cannot "
             "meet this SLA at any concurrency swept: make each request cheaper, or relax the SLA"
         )
     return None, notes
@@ -308,7 +313,7 @@ def recommend(
         else ("the knee" if chosen == knee.index else "the best stable step")
     )
     text.append(
-        f"serve at {users} concurrent requests ({why}): {_f(qps, 1)} QPS, "
+        f"serve at {users} concurrent request{'' if users == 1 else 's'} ({why}): {_f(qps, 1)} QPS, "
         f"P99 {_f(p.p99_ms)} ms per instance"
     )
     text.append(
@@ -398,7 +403,7 @@ def best_setting(outcomes: Sequence[SettingOutcome]) -> dict[str, Any]:
     if best == 0 or base["qps"] is None:
         beats = None if base["qps"] is None else False
         text = (
-            f"{b['setting']} is best: {_f(b['qps'], 1)} QPS at {b['users']} users, "
+            f"{b['setting']} is best: {_f(b['qps'], 1)} QPS at {users_text(b['users'])}, "
             f"P99 {_f(b['p99_ms'])} ms"
             + ("" if best != 0 or len(rows) == 1 else "; no other setting beat it beyond the noise")
         )
@@ -407,7 +412,7 @@ def best_setting(outcomes: Sequence[SettingOutcome]) -> dict[str, Any]:
     p99_ratio = b["p99_ms"] / base["p99_ms"] if b["p99_ms"] is not None and base["p99_ms"] else None
     beats = qps_ratio > 1 + NOISE or (p99_ratio is not None and p99_ratio < 1 - NOISE)
     text = (
-        f"{b['setting']} is best: {_f(b['qps'], 1)} QPS at {b['users']} users, P99 "
+        f"{b['setting']} is best: {_f(b['qps'], 1)} QPS at {users_text(b['users'])}, P99 "
         f"{_f(b['p99_ms'])} ms, against {_f(base['qps'], 1)} QPS, P99 {_f(base['p99_ms'])} ms "
         f"for {base['setting']} (the baseline): "
         + (f"x{qps_ratio:.2f} QPS" if math.isfinite(qps_ratio) else "QPS where it had none")

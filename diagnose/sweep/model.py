@@ -25,6 +25,7 @@ from diagnose.sweep.analysis import (
     best_setting,
     find_knee,
     recommend,
+    users_text,
 )
 from diagnose.sweep.loadgen import SATURATED_SHARE, LoadFigures
 
@@ -50,6 +51,8 @@ IN_FLIGHT_SHARE = 0.7
 HOST_FULL = 0.95
 GENERATOR_HOST_SHARE = 0.25
 COMPARE_ROWS = 6  # judged metric changes shown across a knee
+#: A step's capture covering less of its load window than this is said so.
+CAPTURE_COVERS = 0.8
 
 StepReports = Mapping[tuple[str, int], Mapping[str, Any] | None]
 
@@ -135,6 +138,7 @@ def _step_row(
         "errors": [] if f is None else f.errors[:5],
         "generator": step.get("generator"),
         "capture": step.get("capture"),
+        "window": step.get("window"),
         "verdict": _verdict(report),
         "metrics": {k: metrics.get(k) for k in STEP_METRICS},
         "bundle": step.get("bundle"),
@@ -187,11 +191,11 @@ def _caveats(rows: list[dict[str, Any]], tool: str, cpus: int | None) -> list[st
         )
     for r in rows:
         if r["band"] == "failed":
-            out.append(f"the step at {r['users']} users failed: {r['reason'] or r['status']}")
+            out.append(f"the step at {users_text(r['users'])} failed: {r['reason'] or r['status']}")
         elif r["band"] == "errors":
             first = r["errors"][0]["error"] if r["errors"] else "see its load output"
             out.append(
-                f"at {r['users']} users {r['error_rate']:.1%} of the requests failed (more than "
+                f"at {users_text(r['users'])} {r['error_rate']:.1%} of the requests failed (more than "
                 f"{ERROR_LIMIT:.0%}; first error: {first}): not a step to serve at"
             )
     low = [
@@ -203,9 +207,24 @@ def _caveats(rows: list[dict[str, Any]], tool: str, cpus: int | None) -> list[st
     if low:
         out.append(
             "fewer requests were in flight than users at "
-            + ", ".join(f"{r['users']} users ({r['in_flight']:.1f})" for r in low)
+            + ", ".join(f"{users_text(r['users'])} ({r['in_flight']:.1f})" for r in low)
             + " (QPS x mean latency): the users wait between requests (think time) or the "
             "generator lags, so the concurrency axis overstates the load there"
+        )
+    short = [
+        r
+        for r in rows
+        if (w := r.get("window") or {}).get("capture_covers") is not None
+        and w["capture_covers"] < CAPTURE_COVERS
+    ]
+    if short:
+        out.append(
+            "the capture covered only "
+            + ", ".join(
+                f"{r['window']['capture_covers']:.0%} at {users_text(r['users'])}" for r in short
+            )
+            + " of the load window: its collectors took longer to start than the step before "
+            "(a loaded host); those steps' verdicts rest on part of the window"
         )
     crowded = [
         r
@@ -218,7 +237,7 @@ def _caveats(rows: list[dict[str, Any]], tool: str, cpus: int | None) -> list[st
     if crowded:
         r = crowded[0]
         out.append(
-            f"from {r['users']} users the host's CPUs were {r['generator']['host_busy_share']:.0%} "
+            f"from {users_text(r['users'])} the host's CPUs were {r['generator']['host_busy_share']:.0%} "
             f"busy and the generator itself used {r['generator']['cpu_cores']:.2f} of its {cpus} "
             "cores: generator and service competed for them; for a clean curve run the "
             "generator on another host"
@@ -243,14 +262,29 @@ def _setting(
     ]
     at = rows[knee.index]["verdict"] if knee.index is not None else None
     after = rows[knee.next_index]["verdict"] if knee.next_index is not None else None
+    # the furthest step past the knee with a verdict: where the new bottleneck is plainest
+    last = next(
+        (
+            i
+            for i in range(len(rows) - 1, (knee.next_index or len(rows)) - 1, -1)
+            if rows[i]["verdict"] and rows[i]["band"] in ("past", "errors")
+        ),
+        None,
+    )
     knee_d = knee.to_dict()
     knee_d["verdict_at"] = at
     knee_d["verdict_after"] = after
+    knee_d["last_users"] = rows[last]["users"] if last is not None else None
+    knee_d["verdict_last"] = rows[last]["verdict"] if last is not None else None
     if knee.found:
         knee_d["text"] += (
-            f". At the knee: {verdict_label(at)}; past it ({knee.next_users} users): "
+            f". At the knee: {verdict_label(at)}; past it ({users_text(knee.next_users)}): "
             f"{verdict_label(after)}"
         )
+        if last is not None and last != knee.next_index:
+            knee_d["text"] += (
+                f"; at {users_text(rows[last]['users'])}: {verdict_label(rows[last]['verdict'])}"
+            )
     link = (
         f"knee/{entry['slug']}/compare.html"
         if isinstance(compares.get(entry["slug"]), dict)
@@ -259,8 +293,8 @@ def _setting(
     caveats = _caveats(rows, record["load"]["tool"], (record.get("host") or {}).get("logical_cpus"))
     if knee.found and knee.p99_bends is False:
         caveats.append(
-            f"QPS stopped growing past {knee.users} users but P99 did not rise with the "
-            f"concurrency (x{knee.p99_bend or 0:.2f} at {knee.next_users} users): in a closed "
+            f"QPS stopped growing past {users_text(knee.users)} but P99 did not rise with the "
+            f"concurrency (x{knee.p99_bend or 0:.2f} at {users_text(knee.next_users)}): in a closed "
             "loop that means the requests were not all in flight; check the load generator"
         )
     if entry.get("stopped_early"):

@@ -32,6 +32,7 @@ from diagnose.bundle.writer import DIR_MODE, BundleWriter, write_json_atomic
 from diagnose.collect.base import CaptureOptions
 from diagnose.collect.redact import redact_argv
 from diagnose.collect.session import capture, validate_options
+from diagnose.collect.target import check_trace_access, resolve_target
 from diagnose.errors import DiagnoseError, LoadGeneratorError, OutputError, TargetError, UsageError
 from diagnose.report import write_reports
 from diagnose.run import LaunchedCommand, terminate_is_interrupt
@@ -42,9 +43,12 @@ SCHEMA = "diagnose.sweep"
 SCHEMA_VERSION = 1
 RECORD = "sweep.json"
 STEP_FORMATS = ("html", "md", "json")
-#: Each step's capture runs this much longer than its load window, which starts once the
-#: collectors are up (their start-up costs CPU: it must not fall into the window).
-CAPTURE_LEAD_S = 1.5
+#: Each step's capture runs longer than its load window, which starts once the collectors
+#: are up (their start-up costs CPU: it must not fall into the window). How much longer
+#: follows the start-up measured at the previous step (2-3.6 s on a loaded 2-core host,
+#: 0.3 s with /proc alone), within these bounds; the first step allows CAPTURE_LEAD_S.
+CAPTURE_LEAD_S = 3.0
+LEAD_BOUNDS_S = (1.0, 10.0)
 
 
 @dataclass
@@ -122,6 +126,7 @@ class Sweep:
         self.driver: Driver = make_driver(plan.load)  # a missing generator fails before anything
         self.record: dict[str, Any] = {}
         self.any_figures = False
+        self.lead = CAPTURE_LEAD_S
 
     # -- the record ---------------------------------------------------------------------
 
@@ -173,6 +178,8 @@ class Sweep:
         Interruptions (Ctrl-C, SIGTERM) end the sweep with ``state: interrupted`` after
         stopping what runs; the steps finished so far are kept.
         """
+        if self.plan.pid is not None:  # no such process, or not ours to trace: fail first
+            check_trace_access(resolve_target(self.plan.pid, self.plan.follow).pid)
         BundleWriter.create(self.plan.out)  # new or empty, 0700; fails before anything starts
         self.record = self._new_record()
         self.save()
@@ -328,7 +335,7 @@ class Sweep:
                 result = capture(
                     pid,
                     bundle,
-                    replace(plan.options, duration=window + CAPTURE_LEAD_S),
+                    replace(plan.options, duration=window + self.lead),
                     follow_children=plan.follow,
                     progress=lambda s: self.progress(f"{label}: {s}"),
                     command=plan.command,
@@ -358,14 +365,15 @@ class Sweep:
                 raise StepFailed(f"the load window did not start: {why}")
             figures = run.finish()
             step["load"] = figures.to_dict()
-            cap_end = float(cap.get("monotonic_start", 0.0)) + float(
-                cap.get("duration_actual") or 0
-            )
+            cap_start = float(cap.get("monotonic_start", 0.0))
+            cap_end = cap_start + float(cap.get("duration_actual") or 0)
             covered = min(cap_end, went["at"] + figures.seconds) - went["at"]
+            lead = went["at"] - cap_start
+            self.lead = min(LEAD_BOUNDS_S[1], max(LEAD_BOUNDS_S[0], 1.25 * lead + 0.5))
             step["window"] = {
                 "load_start": went["wall"],
                 "load_seconds": figures.seconds,
-                "capture_lead_s": round(went["at"] - float(cap.get("monotonic_start", 0.0)), 3),
+                "capture_lead_s": round(lead, 3),
                 "capture_covers": round(max(0.0, covered) / figures.seconds, 3)
                 if figures.seconds
                 else None,

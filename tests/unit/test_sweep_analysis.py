@@ -161,7 +161,7 @@ def test_queue_bound_from_the_sla_budget():
 def test_no_step_meets_the_sla():
     rec = recommend(POOL, find_knee(POOL), sla_p99_ms=10, peak_qps=500)
     assert rec.basis == "none" and rec.sla_met is False and rec.replicas is None
-    assert "54 ms at 1 users" in rec.text[0]
+    assert "54 ms at 1 user;" in rec.text[0]
 
 
 def test_replicas_round_up_and_never_below_one():

@@ -61,6 +61,7 @@ def step(slug, users, qps, p99, status="ok", **kw):
         "load": None if qps is None else load(users, qps, p99, **kw.pop("load", {})),
         "generator": kw.pop("generator", gen()),
         "capture": {"ended_by": "duration", "partial": False},
+        "window": {"capture_lead_s": 1.0, "capture_covers": kw.pop("covers", 1.0)},
     }
 
 
@@ -98,7 +99,7 @@ def verdict(primary, kind, title, conf=0.8):
             "title": title,
             "confidence": conf,
             "headline": f"{title}: {HOSTILE}",
-        },  # fmt: skip
+        },
         "findings": [
             {"id": f"{primary}.x", "title": title, "summary": HOSTILE, "fixes": ["fix it"]}
         ],
@@ -106,12 +107,12 @@ def verdict(primary, kind, title, conf=0.8):
     }
 
 
-POOL = [(1, 10, 110), (2, 20, 110), (4, 38, 115), (8, 39, 320)]
+POOL = [(1, 10, 110), (2, 20, 110), (4, 38, 115), (8, 39, 320), (16, 38.5, 700)]
 COMPARE = {
     "verdict": {
         "text": "Waiting on I/O (dependency), confidence 97% → Lock contention (mutex), confidence 60%",
         "changed": True,
-    },  # fmt: skip
+    },
     "metrics": [
         {
             "name": "busy_share_lock",
@@ -134,7 +135,7 @@ COMPARE = {
 def pool_report(**kw):
     steps = [step("default", u, q, p) for u, q, p in POOL]
     reports = {("default", u): verdict("io", "dependency", "Waiting on I/O") for u, _, _ in POOL}
-    reports[("default", 8)] = verdict("lock", "mutex", "Lock contention")
+    reports[("default", 16)] = verdict("lock", "mutex", "Lock contention")
     rec = record([setting("default", "default", steps)], **kw)
     return build_sweep_report(rec, reports, {"default": COMPARE}, "/tmp/sweep")
 
@@ -145,9 +146,13 @@ def test_model_knee_verdicts_and_compare():
     assert m["schema"] == "diagnose.sweep-report/1" and m["chosen"] == 0 and m["best"] is None
     assert s["knee"]["status"] == "found" and s["knee"]["users"] == 4
     assert s["knee"]["verdict_at"]["label"] == "Waiting on I/O (dependency)"
-    assert s["knee"]["verdict_after"]["label"] == "Lock contention (mutex)"
-    assert "past it (8 users): Lock contention (mutex)" in s["knee"]["text"]
-    assert [r["band"] for r in s["steps"]] == ["below", "below", "knee", "past"]
+    assert s["knee"]["verdict_after"]["label"] == "Waiting on I/O (dependency)"
+    assert s["knee"]["verdict_last"]["label"] == "Lock contention (mutex)"
+    assert s["knee"]["last_users"] == 16
+    assert s["knee"]["text"].endswith(
+        "past it (8 users): Waiting on I/O (dependency); at 16 users: Lock contention (mutex)"
+    )
+    assert [r["band"] for r in s["steps"]] == ["below", "below", "knee", "past", "past"]
     assert s["steps"][2]["links"]["html"] == "steps/default/users-4/bundle/report.html"
     assert s["steps"][0]["in_flight"] == pytest.approx(1.0)
     a = s["across_knee"]
@@ -162,7 +167,7 @@ def test_model_knee_verdicts_and_compare():
 
 def test_model_caveats():
     steps = [
-        step("d", 1, 10, 100),
+        step("d", 1, 10, 100, covers=0.62),
         step("d", 2, 20, 100, load={"mean": 30.0}),  # 20/s x 30 ms = 0.6 in flight of 2
         step("d", 4, 30, 150, load={"failures": 20}),
         step("d", 8, None, 0, status="failed", reason="locust exited with code 1: boom"),
@@ -180,6 +185,7 @@ def test_model_caveats():
     assert "fewer requests were in flight than users at 2 users (0.6)" in text
     assert "generator itself used 0.90 of its 2 cores" in text
     assert "stopped early: service died" in text
+    assert "the capture covered only 62% at 1 user of the load window" in text
     assert m["caveats"] and "did not finish (interrupted)" in m["caveats"][0]
 
 
@@ -220,7 +226,7 @@ def test_html_escapes_and_embeds_data_safely():
     m = json.loads(data.group(1))
     assert m["settings"][0]["knee"]["users"] == 4
     assert 'id="chart-qps"' in html and 'id="chart-latency"' in html
-    assert 'href="steps/default/users-8/bundle/report.html"' in html
+    assert 'href="steps/default/users-16/bundle/report.html"' in html
     assert 'href="knee/default/compare.html"' in html
     assert "Content-Security-Policy" in html
 
