@@ -43,14 +43,14 @@ class Stats:
         self.describe = describe or dict
         self.lock = threading.Lock()
         self.total = 0
+        self.in_flight = 0
         self.reset()
 
     def reset(self):
         self.started = time.monotonic()
         self.requests = 0
         self.errors = 0
-        self.in_flight = 0
-        self.max_in_flight = 0
+        self.max_in_flight = self.in_flight  # requests in flight now still count
         self.latencies = []
 
     def begin(self):

@@ -155,6 +155,9 @@ def _across(compare: Mapping[str, Any] | str | None, link: str | None) -> dict[s
     if isinstance(compare, str):
         return {"error": compare}
     rows = [m for m in compare.get("metrics", []) if m.get("change") in ("better", "worse")]
+    # the verdicts' evidence, then where busy time went (the shares that explain a knee),
+    # then the rest in compare's order (a share of a few on-CPU samples moves by chance)
+    rows.sort(key=lambda m: (not m.get("focus"), not str(m["name"]).startswith("busy_share_")))
     f = compare.get("findings") or {}
     return {
         "verdict": compare["verdict"]["text"],

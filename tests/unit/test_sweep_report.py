@@ -115,6 +115,12 @@ COMPARE = {
     },
     "metrics": [
         {
+            "name": "oncpu_share_allocator",
+            "display_before": "0%",
+            "display_after": "100%",
+            "change": "worse",
+        },
+        {
             "name": "busy_share_lock",
             "display_before": "0%",
             "display_after": "46%",
@@ -157,7 +163,8 @@ def test_model_knee_verdicts_and_compare():
     assert s["steps"][0]["in_flight"] == pytest.approx(1.0)
     a = s["across_knee"]
     assert a["verdict_changed"] and a["link"] == "knee/default/compare.html"
-    assert [x["name"] for x in a["metrics"]] == ["busy_share_lock"]  # judged changes only
+    # judged changes only, the busy shares first
+    assert [x["name"] for x in a["metrics"]] == ["busy_share_lock", "oncpu_share_allocator"]
     rec = m["capacity"]
     assert rec["basis"] == "sla" and rec["users"] == 4 and rec["safe_qps"] == pytest.approx(26.6)
     assert rec["replicas"] == 5  # ceil(100 / 26.6) = 4, plus one
