@@ -144,6 +144,8 @@ def parse_load(text: str, host: str | None = None, parser: str = "auto") -> Load
         path = Path(argv[0]).expanduser()
         if not path.is_file():
             raise UsageError(f"--load: no such locustfile: {path}")
+        if "," in str(path.resolve()):  # locust -f takes a comma-separated list
+            raise UsageError(f"--load: locust cannot load a file whose path has a comma: {path}")
         return LoadSpec("locust", locustfile=path.resolve(), host=host)
     found = set(_PLACEHOLDER.findall(text))
     unknown = sorted(found - set(PLACEHOLDERS))

@@ -106,6 +106,10 @@ def test_load_locustfile(tmp_path):
 def test_load_missing_locustfile(tmp_path):
     with pytest.raises(UsageError, match="no such locustfile"):
         parse_load(str(tmp_path / "nope.py"))
+    odd = tmp_path / "a,b.py"
+    odd.write_text("")
+    with pytest.raises(UsageError, match="has a comma"):
+        parse_load(str(odd))
 
 
 def test_load_command_template():
