@@ -226,6 +226,16 @@ class Sweep:
                 step = self._run_step(setting, users, pid, setting_dir, label)
                 entry["steps"].append(step)
                 self.save()
+                if (
+                    step["status"] == "failed"
+                    and not self.any_figures
+                    and not step.get("target_gone")
+                ):
+                    # the generator has not produced a single window: it cannot run here
+                    raise LoadGeneratorError(
+                        f"the first step failed: {step['reason']} (its output: "
+                        f"{self.plan.out / step['load_dir']})"
+                    )
                 if step["status"] == "interrupted":
                     raise KeyboardInterrupt("SIGINT")
                 if step.get("target_gone"):
@@ -390,9 +400,6 @@ class Sweep:
                 step["status"] = "ok"
         except StepFailed as exc:
             step["reason"] = str(exc)
-            if not self.any_figures and setting is plan.settings[0] and users == plan.steps[0]:
-                self.record["settings"][-1]["steps"].append(step)
-                raise LoadGeneratorError(f"the first step failed: {exc}") from None
         finally:
             if run is not None:
                 step["generator_exit"] = run.stop()
