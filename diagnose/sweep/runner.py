@@ -400,6 +400,10 @@ class Sweep:
                 step["status"] = "ok"
         except StepFailed as exc:
             step["reason"] = str(exc)
+        except KeyboardInterrupt:
+            step["status"] = "interrupted"
+            step["reason"] = "the sweep was interrupted before this step's window"
+            raise
         finally:
             if run is not None:
                 step["generator_exit"] = run.stop()
