@@ -175,7 +175,11 @@ def find_knee(points: Sequence[StepPoint]) -> Knee:
     text = (
         f"the knee is at {users_text(pk.users)}: {_f(pk.qps)} QPS"
         + (f", P99 {_f(pk.p99_ms)} ms" if pk.p99_ms is not None else "")
-        + f"; more users added at most {_f(((gain or 1) - 1) * 100)}% QPS"
+        + (
+            f"; more users added at most {_f(((gain or 1) - 1) * 100)}% QPS"
+            if (gain or 1) >= 1
+            else f"; more users only lowered QPS (by {_f((1 - gain) * 100)}% or more)"
+        )
     )
     if bend is not None:
         text += f" while P99 went x{bend:.1f} at {users_text(pn.users)}"

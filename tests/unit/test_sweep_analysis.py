@@ -68,6 +68,7 @@ def test_the_knee_can_be_the_first_step():
     knee = find_knee(rows)
     assert knee.status == "found" and knee.users == 1 and knee.next_users == 2
     assert "first step" in knee.text
+    assert "more users only lowered QPS (by 15% or more)" in knee.text  # best later 18.6 / 22
 
 
 def test_qps_still_rising_at_the_last_step_is_not_a_knee():
