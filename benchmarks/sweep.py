@@ -42,6 +42,12 @@ from benchmarks.common import (
 from diagnose.sweep.analysis import StepPoint, find_knee
 
 LOCUSTFILE = SAMPLES / "sweep_locustfile.py"
+POOL_TITLE = (
+    "\n## pool: samples/sweep_pool.py (4 lanes x 100 ms: 40 QPS from 4 concurrent requests)\n"
+)
+ONNX_TITLE = (
+    "\n## onnx: samples/sweep_onnx.py, --vary INTRA_OP_THREADS=4,1,2 (4, the default, first)\n"
+)
 
 
 def free_port() -> int:
@@ -123,43 +129,60 @@ def sweep_sample(
     )  # fmt: skip
 
 
-def step_table(setting: dict[str, Any]) -> list[str]:
-    out = [
-        "| users | QPS | P50 ms | P95 ms | P99 ms | generator CPU | verdict | band |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for r in setting["steps"]:
-        g = r.get("generator") or {}
-        v = (r.get("verdict") or {}).get("label", "no verdict")
-        cpu = f"{g['cpu_cores']:.2f}" if g.get("measured") else "n/a"
-        out.append(
+def print_own(row: dict[str, Any]) -> None:
+    print("The service's own figures (wrk load, no diagnose):\n")
+    print("| users | QPS (served) | P50 ms | P99 ms |\n|---|---|---|---|")
+    for r in row["rows"]:
+        print(f"| {r['users']} | {r['rps']:.1f} | {r['p50_ms']} | {r['p99_ms']} |")
+    print(f"\nKnee of the service's own curve: {row['knee_text']}.\n")
+
+
+def print_pool(row: dict[str, Any]) -> None:
+    print(f"diagnose sweep, rep {row['rep']} (exit {row['rc']}, {row['wall_s']:.0f} s):\n")
+    print("| users | QPS | P50 ms | P95 ms | P99 ms | generator CPU | verdict | band |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in row["steps"]:
+        print(
             f"| {r['users']} | {r['qps'] or 0:.1f} | {r['p50_ms']} | {r['p95_ms']} | {r['p99_ms']} "
-            f"| {cpu} | {v} | {r['band']} |"
+            f"| {r['generator_cores']} | {r['verdict']} | {r['band']} |"
         )
-    return out
+    print(f"\nKnee: {row['knee_text']}.")
+    steps = {r["users"]: r for r in row["steps"]}
+    served, last = steps.get(row["recommended"]), row["steps"][-1]
+    if served and served["qps"] and last["qps"] and last["p99_ms"]:
+        print(
+            f"Serving at the recommended {served['users']} concurrent requests instead of "
+            f"{last['users']}: {served['qps']:.1f} against {last['qps']:.1f} QPS "
+            f"(x{served['qps'] / last['qps']:.2f}), P99 {served['p99_ms']} against "
+            f"{last['p99_ms']} ms (x{served['p99_ms'] / last['p99_ms']:.2f})."
+        )
+    print()
+
+
+def print_onnx(row: dict[str, Any]) -> None:
+    print(f"diagnose sweep, rep {row['rep']} (exit {row['rc']}, {row['wall_s']:.0f} s):\n")
+    print("| setting | knee (users) | verdict at the knee | serve at | QPS | P99 ms |")
+    print("|---|---|---|---|---|---|")
+    for r in row["settings"]:
+        print(
+            f"| {r['setting']} | {r['knee_users']} | {r['verdict_at']} | {r['users']} "
+            f"| {r['qps'] or 0:.1f} | {r['p99_ms']} |"
+        )
+    print(f"\n{row['text']}.\n")
 
 
 def bench_pool(a: argparse.Namespace, rows_path: Path) -> None:
     steps = [int(x) for x in a.steps.split(",")]
-    print(
-        "\n## pool: samples/sweep_pool.py (4 lanes x 100 ms: 40 QPS from 4 concurrent requests)\n"
-    )
+    print(POOL_TITLE)
     if shutil.which("wrk"):
         own = own_figures(steps, a.step_duration, a.warmup)
-        points = [
-            StepPoint(r["users"], r["rps"], p50_ms=r["p50_ms"], p99_ms=r["p99_ms"]) for r in own
-        ]
-        knee = find_knee(points)
-        append_row(
-            rows_path, {"target": "pool", "kind": "own_figures", "rows": own, "knee": knee.users}
+        knee = find_knee(
+            [StepPoint(r["users"], r["rps"], p50_ms=r["p50_ms"], p99_ms=r["p99_ms"]) for r in own]
         )
-        print("The service's own figures (wrk load, no diagnose):\n")
-        print("| users | QPS (served) | P50 ms | P99 ms | most in flight |\n|---|---|---|---|---|")
-        for r in own:
-            print(
-                f"| {r['users']} | {r['rps']:.1f} | {r['p50_ms']} | {r['p99_ms']} | {r['max_in_flight']} |"
-            )
-        print(f"\nKnee of the service's own curve: {knee.users} users ({knee.text}).\n")
+        row = {"target": "pool", "kind": "own_figures", "rows": own, "knee": knee.users,
+               "knee_text": knee.text}  # fmt: skip
+        append_row(rows_path, row)
+        print_own(row)
     else:
         print("wrk is not installed: the service's own curve is skipped (apt-get install wrk)\n")
     for rep in range(a.reps):
@@ -168,31 +191,24 @@ def bench_pool(a: argparse.Namespace, rows_path: Path) -> None:
             print(f"rep {rep + 1}: diagnose sweep failed (exit {rc})")
             continue
         (s,) = m["settings"]
-        k, rec = s["knee"], m["capacity"] or {}
-        last = s["steps"][-1]
-        served_at = next((r for r in s["steps"] if r["users"] == rec.get("users")), None)
-        row = {"target": "pool", "kind": "sweep", "rep": rep + 1, "rc": rc, "wall_s": round(wall, 1),
-               "knee": k["users"], "knee_status": k["status"], "verdict_at": (k.get("verdict_at") or {}).get("label"),
-               "verdict_last": (k.get("verdict_last") or {}).get("label"), "recommended": rec.get("users"),
-               "steps": [{x: r[x] for x in ("users", "qps", "p50_ms", "p95_ms", "p99_ms", "band")} for r in s["steps"]]}  # fmt: skip
+        k = s["knee"]
+        row = {
+            "target": "pool", "kind": "sweep", "rep": rep + 1, "rc": rc, "wall_s": round(wall, 1),
+            "knee": k["users"], "knee_status": k["status"], "knee_text": k["text"],
+            "recommended": (m["capacity"] or {}).get("users"),
+            "steps": [
+                {**{x: r[x] for x in ("users", "qps", "p50_ms", "p95_ms", "p99_ms", "band")},
+                 "verdict": (r.get("verdict") or {}).get("label", "no verdict"),
+                 "generator_cores": (r.get("generator") or {}).get("cpu_cores")}
+                for r in s["steps"]
+            ],
+        }  # fmt: skip
         append_row(rows_path, row)
-        print(f"diagnose sweep, rep {rep + 1} (exit {rc}, {wall:.0f} s):\n")
-        print("\n".join(step_table(s)))
-        print(f"\nKnee: {k['text']}.")
-        if served_at and last["qps"]:
-            print(
-                f"Serving at the recommended {served_at['users']} concurrent requests instead of "
-                f"{last['users']}: {served_at['qps']:.1f} against {last['qps']:.1f} QPS "
-                f"(x{served_at['qps'] / last['qps']:.2f}), P99 {served_at['p99_ms']} against "
-                f"{last['p99_ms']} ms (x{served_at['p99_ms'] / last['p99_ms']:.2f})."
-            )
-        print()
+        print_pool(row)
 
 
 def bench_onnx(a: argparse.Namespace, rows_path: Path) -> None:
-    print(
-        "\n## onnx: samples/sweep_onnx.py, --vary INTRA_OP_THREADS=4,1,2 (4, the default, first)\n"
-    )
+    print(ONNX_TITLE)
     steps = ",".join(x for x in a.steps.split(",") if int(x) <= 8)
     for rep in range(a.reps):
         rc, m, wall = sweep_sample("sweep_onnx", steps, a, "--vary", "INTRA_OP_THREADS=4,1,2")
@@ -200,18 +216,28 @@ def bench_onnx(a: argparse.Namespace, rows_path: Path) -> None:
             print(f"rep {rep + 1}: diagnose sweep failed (exit {rc})")
             continue
         best = m["best"]
-        append_row(rows_path, {"target": "onnx", "kind": "sweep", "rep": rep + 1, "rc": rc,
-                               "wall_s": round(wall, 1), "best": best})  # fmt: skip
-        print(f"diagnose sweep, rep {rep + 1} (exit {rc}, {wall:.0f} s):\n")
-        print(
-            "| setting | knee (users) | verdict at the knee | serve at | QPS | P99 ms |\n|---|---|---|---|---|---|"
-        )
-        for s, r in zip(m["settings"], best["rows"], strict=True):
-            v = (s["knee"].get("verdict_at") or {}).get("label", "n/a")
-            print(
-                f"| {s['name']} | {r['knee_users']} | {v} | {r['users']} | {r['qps'] or 0:.1f} | {r['p99_ms']} |"
-            )
-        print(f"\n{best['text']}.\n")
+        settings = [
+            {**r, "verdict_at": (st["knee"].get("verdict_at") or {}).get("label", "n/a")}
+            for st, r in zip(m["settings"], best["rows"], strict=True)
+        ]
+        row = {"target": "onnx", "kind": "sweep", "rep": rep + 1, "rc": rc,
+               "wall_s": round(wall, 1), "settings": settings, "text": best["text"],
+               "beats_baseline": best["beats_baseline"]}  # fmt: skip
+        append_row(rows_path, row)
+        print_onnx(row)
+
+
+def summarise(path: Path) -> None:
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    printers = {("pool", "own_figures"): print_own, ("pool", "sweep"): print_pool,
+                ("onnx", "sweep"): print_onnx}  # fmt: skip
+    shown = set()
+    for row in rows:
+        title = POOL_TITLE if row["target"] == "pool" else ONNX_TITLE
+        if title not in shown:
+            print(title)
+            shown.add(title)
+        printers[(row["target"], row["kind"])](row)
 
 
 def main(argv: list[str]) -> None:
@@ -223,7 +249,11 @@ def main(argv: list[str]) -> None:
     p.add_argument("--step-duration", type=float, default=10.0)
     p.add_argument("--warmup", type=float, default=5.0)
     p.add_argument("--reps", type=int, default=1)
+    p.add_argument("--summarise", type=Path, metavar="FILE", help="print the tables of raw rows")
     a = p.parse_args(argv)
+    if a.summarise:
+        summarise(a.summarise)
+        return
     rows_path = results_file("sweep")
     print(f"# diagnose sweep benchmark\n\n{machine_line()}\n")
     print(
