@@ -249,3 +249,15 @@ def test_terminal_lines_are_plain():
     assert "\x1b" not in line and "38.0" in line and "Waiting on I/O (dependency) 80%" in line
     failed = step("d", 8, None, 0, status="failed", reason="boom\nsecond line")
     assert step_line(failed, None).endswith("FAILED: boom second line")
+
+
+def test_docs_name_every_field_of_the_report():
+    """docs/sweep.md documents report.json: every key the model writes is named there."""
+    from tests.conftest import ROOT
+
+    doc = (ROOT / "docs" / "sweep.md").read_text()
+    m = pool_report(sla=200, peak=100)
+    s = m["settings"][0]
+    groups = [m, m["sweep"], s, s["steps"][0], s["knee"], s["recommendation"], s["across_knee"]]
+    missing = sorted({k for g in groups for k in g if f"`{k}`" not in doc})
+    assert not missing, f"add these report.json fields to docs/sweep.md: {missing}"
