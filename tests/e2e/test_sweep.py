@@ -175,9 +175,10 @@ def test_pool_sweep_recommends_with_numbers(pool_sweep):
     m = report(out)
     (s,) = m["settings"]
     rec = m["capacity"]
-    # P99 is about 100 ms up to 4 users, 300 ms and more past them: the SLA of 400 ms is met
+    # P99 is about 120 ms up to 4 users, 300 ms and more past them: the SLA of 400 ms is met
     # up to the knee, where QPS stops growing
-    assert rec["basis"] == "sla" and rec["users"] == s["knee"]["users"]
+    assert rec["basis"] == "sla" and rec["users"] in (4, 8)
+    assert rec["users"] <= s["knee"]["users"] and rec["p99_ms"] <= 400
     assert rec["safe_qps"] == pytest.approx(round(rec["qps"] * 0.7, 2))
     assert rec["replicas"] == math.ceil(200 / rec["safe_qps"]) + 1
     assert rec["core_threads"][0] >= 1 and rec["max_threads"][1] == 2 * rec["users"]
@@ -309,7 +310,7 @@ def test_wrk_sweeps_a_running_service_by_pid(tmp_path):
         wait_for(lambda: _accepts(port), 30, "the sample to listen")
         res = run_cli(
             "sweep", str(service.pid), "--load", "wrk -t1 -c{users} -d{duration}s {host}/infer",
-            "--host", f"http://127.0.0.1:{port}", "--steps", "2,4,8", *SHORT,
+            "--host", f"http://127.0.0.1:{port}", "--steps", "2,4,8,16", *SHORT,
             "--collectors", "proc,pyspy", "-o", str(out),
             timeout=400,
         )  # fmt: skip
@@ -320,7 +321,7 @@ def test_wrk_sweeps_a_running_service_by_pid(tmp_path):
         # wrk's figures, P95 included (diagnose's wrk script), for each window
         assert all(x["p95_ms"] is not None and x["requests"] > 0 for x in s["steps"])
         assert r[4]["qps"] > 1.6 * r[2]["qps"]
-        assert s["knee"]["users"] in (4, 8)
+        assert s["knee"]["status"] == "found" and s["knee"]["users"] in (4, 8)
         # the service the sweep did not start is still running; wrk is gone
         assert service.poll() is None
         assert not processes_mentioning(f"127.0.0.1:{port}/infer")
