@@ -236,8 +236,9 @@ class Sweep:
                         f"the first step failed: {step['reason']} (its output: "
                         f"{self.plan.out / step['load_dir']})"
                     )
-                if step["status"] == "interrupted":
-                    raise KeyboardInterrupt("SIGINT")
+                if step["status"] == "interrupted":  # the capture ended on a signal
+                    ended_by = str((step.get("capture") or {}).get("ended_by") or "")
+                    raise KeyboardInterrupt(ended_by.partition("(")[2].rstrip(")") or "SIGINT")
                 if step.get("target_gone"):
                     entry["stopped_early"] = step["reason"]
                     break
