@@ -107,7 +107,9 @@ def test_walkthrough_runs_and_ends_with_the_promised_comparison(tmp_path):
     sweep = json.loads((tmp_path / "sweep-pool" / "report.json").read_text())
     assert sweep["settings"][0]["knee"]["users"] in (4, 8)
     assert "for a peak of 200 QPS:" in out
-    assert "verdict: " in out  # the scripted nightly capture
+    # the scripted nightly capture prints one of its two outcomes: a verdict, or (exit code 5,
+    # py-spy starting late on a loaded host) that the capture is partial and reported
+    assert "verdict: " in out or "partial capture (duration), report written" in out
 
 
 def test_doctor_blocks(tmp_path):
