@@ -12,6 +12,7 @@ command prints the machine, the load average, raw rows (JSON lines, also kept un
   tool-cost         CPU of diagnose and each of its helpers during one capture
   oncpu-stability   on-CPU category shares across repeated short captures
   perf-overhead     tests/targets/perf_overhead.py: perf's own recordings, alternating
+  sweep             diagnose sweep on the sweep samples: the knee, and the recommendation vs the default
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ COMMANDS: dict[str, Callable[[list[str]], None]] = {
     "tool-cost": _script("benchmarks/tool_cost.py"),
     "oncpu-stability": _script("benchmarks/oncpu_stability.py"),
     "perf-overhead": _script("tests/targets/perf_overhead.py"),
+    "sweep": _module("sweep"),
 }
 
 
