@@ -14,6 +14,7 @@ command prints the machine, the load average, raw rows (JSON lines, also kept un
   perf-overhead     tests/targets/perf_overhead.py: perf's own recordings, alternating
   false-sharing     the false-sharing samples' throughput per layout; diagnose's findings on
                     them over repeated captures
+  sweep             diagnose sweep on the sweep samples: the knee, and the recommendation vs the default
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ COMMANDS: dict[str, Callable[[list[str]], None]] = {
     "oncpu-stability": _script("benchmarks/oncpu_stability.py"),
     "perf-overhead": _script("tests/targets/perf_overhead.py"),
     "false-sharing": _module("false_sharing"),
+    "sweep": _module("sweep"),
 }
 
 

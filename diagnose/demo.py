@@ -26,7 +26,11 @@ SAMPLE_COLLECTORS: dict[str, tuple[str, ...]] = {
 
 
 def available_samples() -> list[str]:
-    return sorted(p.stem for p in samples_dir().glob("*.py") if not p.name.startswith("_"))
+    """The samples that run on their own; sweep_* are HTTP services that wait for load (and
+    a locustfile): diagnose sweep drives them, not the demo."""
+    return sorted(
+        p.stem for p in samples_dir().glob("*.py") if not p.name.startswith(("_", "sweep_"))
+    )
 
 
 class SampleProcess:

@@ -23,6 +23,7 @@ class ExitCode(IntEnum):
     BAD_INPUT = 7  # a bundle is missing, corrupt, or of an unknown schema version
     BAD_RULES = 8  # a rule file is invalid
     BUSY = 9  # another diagnose capture of the same process is running
+    LOAD_GENERATOR = 10  # sweep: the load generator is missing, or failed at the first step
     INTERRUPTED = 130  # Ctrl-C or SIGTERM outside a capture (128 + SIGINT, as shells do)
 
 
@@ -63,3 +64,7 @@ class BadRules(DiagnoseError):
 
 class Busy(DiagnoseError):
     exit_code = ExitCode.BUSY
+
+
+class LoadGeneratorError(DiagnoseError):
+    exit_code = ExitCode.LOAD_GENERATOR

@@ -28,7 +28,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -117,7 +117,15 @@ class RunResult:
 class LaunchedCommand:
     """The user's command, started in its own session and guarded against our death."""
 
-    def __init__(self, argv: Sequence[str], stdout: int | IO[Any] | None = None) -> None:
+    def __init__(
+        self,
+        argv: Sequence[str],
+        stdout: int | IO[Any] | None = None,
+        *,
+        stderr: int | IO[Any] | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | Path | None = None,
+    ) -> None:
         self.argv = list(argv)
         self.started = time.monotonic()
         self.ended: float | None = None
@@ -126,6 +134,9 @@ class LaunchedCommand:
                 self.argv,
                 stdin=subprocess.DEVNULL,
                 stdout=stdout,
+                stderr=stderr,
+                env=None if env is None else dict(env),
+                cwd=None if cwd is None else str(cwd),
                 start_new_session=True,
                 preexec_fn=functools.partial(_child_setup, os.getpid()),
                 close_fds=True,
@@ -283,7 +294,7 @@ def _decode(returncode: int) -> tuple[int | None, str | None]:
 
 
 @contextlib.contextmanager
-def _terminate_is_interrupt() -> Iterator[None]:
+def terminate_is_interrupt() -> Iterator[None]:
     """Outside the capture (which handles them itself), SIGTERM and SIGHUP unwind like Ctrl-C,
     so the command is stopped on the way out."""
     if threading.current_thread() is not threading.main_thread():
@@ -341,7 +352,7 @@ def run_command(
     if out is not None:  # an unusable --out fails now, before the command starts
         created = not out.exists()
         BundleWriter.create(out)
-    with _terminate_is_interrupt():
+    with terminate_is_interrupt():
         result: CaptureResult | None = None
         try:
             child = LaunchedCommand(argv, stdout=stdout)

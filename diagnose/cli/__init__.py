@@ -49,12 +49,22 @@ def main() -> None:
     diagnose run -- CMD ...    start a command, diagnose it, stop it
     diagnose report BUNDLE     re-render a bundle's report (after editing rules, say)
     diagnose compare OLD NEW   what changed between two bundles (one variable at a time)
+    diagnose sweep PID --load  stepped load test: the knee, a verdict per step, capacity
     diagnose demo              run it all on a bundled sample workload
     """
 
 
 def _register() -> None:
-    from diagnose.cli import attach, compare, demo, doctor, report, rules_cmd, run  # noqa: F401
+    from diagnose.cli import (  # noqa: F401
+        attach,
+        compare,
+        demo,
+        doctor,
+        report,
+        rules_cmd,
+        run,
+        sweep,
+    )
 
 
 _register()

@@ -9,12 +9,14 @@ import click
 
 from diagnose.cli import main
 from diagnose.cli.common import rules_option
+from diagnose.render.sweep import render_sweep_summary
 from diagnose.render.terminal import render_summary
 from diagnose.report import parse_formats, write_reports
+from diagnose.sweep.report import is_sweep_dir, write_sweep_reports
 
 
 @main.command()
-@click.argument("bundle", type=click.Path(path_type=Path))
+@click.argument("bundle", metavar="BUNDLE|SWEEPDIR", type=click.Path(path_type=Path))
 @click.option(
     "--format",
     "formats",
@@ -37,8 +39,19 @@ def report(
 ) -> None:
     """Analyse BUNDLE and write its report (HTML, Markdown, JSON).
 
-    The bundle alone is read: copy it anywhere and run this there.
+    The bundle alone is read: copy it anywhere and run this there. Given a sweep's
+    directory (diagnose sweep), every step is diagnosed again and the sweep report rewritten.
     """
+    if is_sweep_dir(bundle):
+        model, spaths = write_sweep_reports(
+            bundle, parse_formats(formats), rules_dirs, out, rediagnose=True
+        )
+        if not quiet:
+            main_path = spaths.get("html") or next(iter(spaths.values()))
+            click.echo(render_sweep_summary(model, str(main_path)))
+        for fmt, path in spaths.items():
+            click.echo(f"{fmt}: {path}", err=not quiet)
+        return
     d, paths = write_reports(bundle, parse_formats(formats), out, rules_dirs)
     if not quiet:
         main_path = paths.get("html") or next(iter(paths.values()))

@@ -182,15 +182,21 @@ def capture(
     follow_children: bool = True,
     progress: ProgressFn | None = None,
     command: list[str] | None = None,
+    on_started: Callable[[], None] | None = None,
 ) -> CaptureResult:
-    """Capture ``pid`` into a new bundle at ``out``. Raises DiagnoseError on bad input."""
+    """Capture ``pid`` into a new bundle at ``out``. Raises DiagnoseError on bad input.
+
+    ``on_started`` is called once, when every collector has been started (or has failed
+    to), just before the capture waits out its window: ``diagnose sweep`` starts a load
+    window there, so the collectors' start-up does not fall into it. It must not raise.
+    """
     validate_options(options)
     target = resolve_target(pid, follow_children)
     check_trace_access(target.pid)
     lock = _TargetLock(target.pid)
     lock.acquire()
     try:
-        return _capture_locked(target, out, options, progress, command)
+        return _capture_locked(target, out, options, progress, command, on_started)
     finally:
         lock.release()
 
@@ -201,6 +207,7 @@ def _capture_locked(
     options: CaptureOptions,
     progress: ProgressFn | None,
     command: list[str] | None,
+    on_started: Callable[[], None] | None = None,
 ) -> CaptureResult:
     out = out or default_out_dir(target.pid)
     writer = BundleWriter.create(out)
@@ -276,6 +283,8 @@ def _capture_locked(
             manifest.collectors = {**records}
             manifest.capture["running"] = [c.name for c in running]
             writer.write_manifest(manifest)
+            if on_started is not None:
+                on_started()
             ended_by = _wait(ctx, running, writer, progress)
             ctx.ended_at = time.monotonic()
             if sig.received:

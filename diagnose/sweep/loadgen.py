@@ -1,0 +1,573 @@
+"""Driving existing load generators, one run per step, and reading their figures.
+
+- :class:`LocustDriver`: ``locust --headless`` with the user's locustfile plus
+  ``locust_plugin.py``, which warms up inside locust, waits for diagnose's go (its
+  collectors are up), resets locust's statistics and writes locust's figures for exactly
+  the measured window (``window.json``);
+- :class:`CommandDriver`: any command with ``{users}`` and ``{duration}``: run once for the
+  warm-up (its figures discarded), and again at the go for the window; its output is parsed by
+  :func:`parse_wrk` (wrk; diagnose adds ``-s wrk_report.lua`` for P95 unless the command has
+  a script of its own) or :func:`parse_json_line` (the documented contract, docs/sweep.md).
+
+Each run is a :class:`~diagnose.run.LaunchedCommand`: its own process group, killed with
+diagnose (PDEATHSIG and a guard), stopped with SIGTERM then SIGKILL on every path out.
+:class:`CpuWatch` measures the generator's own CPU over the window: when its busiest thread
+wanted a core (ran, or waited in the run queue) for :data:`SATURATED_SHARE` of the window,
+the generator, not the service, set the pace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import re
+import shutil
+import sys
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from diagnose.collect.procfs import parse_schedstat
+from diagnose.errors import DiagnoseError, LoadGeneratorError
+from diagnose.run import LaunchedCommand
+from diagnose.sweep.plan import LoadSpec, fill_template, whole_seconds
+
+#: The busiest generator thread wanting a core (on it or queued for it) this share of the
+#: window means the generator could not send faster. Locust warns at 90% CPU too.
+SATURATED_SHARE = 0.9
+PLUGIN = Path(__file__).with_name("locust_plugin.py")
+WRK_SCRIPT = Path(__file__).with_name("wrk_report.lua")
+#: How long past its window a generator may take to hand over its figures and exit.
+FINISH_SLACK_S = 30.0
+
+
+class StepFailed(Exception):
+    """A step produced no figures (the generator crashed, never started measuring ...):
+    the step is recorded as failed, with this message as its reason."""
+
+
+@dataclass(frozen=True)
+class LoadFigures:
+    """What the load generator measured over one window. ``requests`` counts every request
+    sent and answered or failed; ``failures`` those that failed (errors, non-2xx/3xx)."""
+
+    tool: str
+    seconds: float
+    requests: int
+    failures: int = 0
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    p99_ms: float | None = None
+    mean_ms: float | None = None
+    max_ms: float | None = None
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def qps(self) -> float:
+        """Successful responses per second."""
+        return max(0, self.requests - self.failures) / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def error_rate(self) -> float:
+        return self.failures / self.requests if self.requests else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> LoadFigures:
+        names = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+# --- parsers -------------------------------------------------------------------------------
+
+_JSON_PREFIX = "diagnose-load:"
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return float(v)
+
+
+def figures_from_json(d: dict[str, Any], tool: str) -> LoadFigures:
+    """The contract: ``requests`` and ``seconds`` (or ``duration_s``) are required;
+    ``failures``, ``p50_ms``, ``p95_ms``, ``p99_ms``, ``mean_ms``, ``max_ms`` optional."""
+    seconds = _num(d.get("seconds", d.get("duration_s")))
+    requests = _num(d.get("requests"))
+    if seconds is None or requests is None or seconds <= 0 or requests < 0:
+        raise ValueError("needs numbers 'requests' and 'seconds' (> 0)")
+    known = {"requests", "seconds", "duration_s", "failures", "p50_ms", "p95_ms", "p99_ms",
+             "mean_ms", "max_ms", "errors", "tool"}  # fmt: skip
+    errors = d.get("errors")
+    return LoadFigures(
+        tool=str(d.get("tool") or tool)[:40],
+        seconds=seconds,
+        requests=int(requests),
+        failures=int(_num(d.get("failures")) or 0),
+        p50_ms=_num(d.get("p50_ms")),
+        p95_ms=_num(d.get("p95_ms")),
+        p99_ms=_num(d.get("p99_ms")),
+        mean_ms=_num(d.get("mean_ms")),
+        max_ms=_num(d.get("max_ms")),
+        errors=[e for e in errors if isinstance(e, dict)][:10] if isinstance(errors, list) else [],
+        extra={k: v for k, v in d.items() if k not in known and isinstance(v, (int, float, str))},
+    )
+
+
+def parse_json_line(text: str, tool: str = "command") -> LoadFigures:
+    """The last line of the output that is a JSON object (optionally after ``diagnose-load:``)."""
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if line.startswith(_JSON_PREFIX):
+            line = line[len(_JSON_PREFIX) :].strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            d = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(d, dict) and "requests" in d:
+            try:
+                return figures_from_json(d, tool)
+            except ValueError as exc:
+                raise ValueError(f"its JSON line {exc}") from None
+    raise ValueError("printed no JSON line with 'requests' and 'seconds'")
+
+
+_UNITS_MS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0, "h": 3_600_000.0}
+_WRK_TOTAL = re.compile(r"^\s*(\d+) requests in ([\d.]+)(us|ms|s|m|h)\b", re.M)
+_WRK_PCT = re.compile(r"^\s*(50|75|90|99)(?:\.0+)?%\s+([\d.]+)(us|ms|s|m)\s*$", re.M)
+_WRK_LATENCY = re.compile(r"^\s*Latency\s+([\d.]+)(us|ms|s|m)\s+\S+\s+([\d.]+)(us|ms|s|m)", re.M)
+_WRK_NON2XX = re.compile(r"Non-2xx or 3xx responses:\s*(\d+)")
+_WRK_SOCKET = re.compile(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)")
+
+
+def parse_wrk(text: str) -> LoadFigures:
+    """wrk's output: the line ``wrk_report.lua`` prints when present, else wrk's summary
+    (``--latency`` for P50/P99; P95 only from the script)."""
+    if _JSON_PREFIX in text:
+        return parse_json_line(text, "wrk")
+    total = _WRK_TOTAL.search(text)
+    if not total:
+        raise ValueError("no 'N requests in T' line: not wrk's output")
+    seconds = float(total.group(2)) * _UNITS_MS[total.group(3)] / 1000
+    pcts = {m.group(1): float(m.group(2)) * _UNITS_MS[m.group(3)] for m in _WRK_PCT.finditer(text)}
+    mean = max_ = None
+    lat = _WRK_LATENCY.search(text)
+    if lat:
+        mean = float(lat.group(1)) * _UNITS_MS[lat.group(2)]
+        max_ = float(lat.group(3)) * _UNITS_MS[lat.group(4)]
+    requests = int(total.group(1))
+    non2xx = int(m.group(1)) if (m := _WRK_NON2XX.search(text)) else 0
+    sock = [int(x) for x in m.groups()] if (m := _WRK_SOCKET.search(text)) else [0, 0, 0, 0]
+    errors = []
+    if non2xx:
+        errors.append({"error": "non-2xx or 3xx responses", "count": non2xx})
+    for name, n in zip(("connect", "read", "write", "timeout"), sock, strict=True):
+        if n:
+            errors.append({"error": f"socket {name} errors", "count": n})
+    return LoadFigures(
+        tool="wrk",
+        seconds=seconds,
+        requests=requests + sum(sock),
+        failures=non2xx + sum(sock),
+        p50_ms=pcts.get("50"),
+        p99_ms=pcts.get("99"),
+        mean_ms=mean,
+        max_ms=max_,
+        errors=errors,
+    )
+
+
+def parse_locust_window(d: dict[str, Any]) -> LoadFigures:
+    """``window.json`` from locust_plugin.py."""
+    f = figures_from_json(d, "locust")
+    extra = {k: d[k] for k in ("users_at_start", "users_at_end", "cpu_warning") if k in d}
+    endpoints = d.get("endpoints")
+    if isinstance(endpoints, list):
+        extra["endpoints"] = endpoints[:20]
+    return LoadFigures(**{**asdict(f), "extra": {**f.extra, **extra}})
+
+
+# --- the generator's own CPU ---------------------------------------------------------------
+
+
+def _tree(pid: int) -> list[psutil.Process]:
+    try:
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
+def _thread_times(pid: int) -> dict[tuple[int, int], tuple[int, int]]:
+    """(pid, tid) -> (ns on a CPU, ns waiting on a run queue) for the process tree."""
+    out: dict[tuple[int, int], tuple[int, int]] = {}
+    for proc in _tree(pid):
+        with contextlib.suppress(OSError):
+            for tid in os.listdir(f"/proc/{proc.pid}/task"):
+                with contextlib.suppress(OSError, ValueError):
+                    with open(f"/proc/{proc.pid}/task/{tid}/schedstat", encoding="ascii") as fh:
+                        on, wait, _ = parse_schedstat(fh.read())
+                    out[(proc.pid, int(tid))] = (on, wait)
+    return out
+
+
+def _host_busy() -> tuple[float, float]:
+    t = psutil.cpu_times()
+    idle = t.idle + getattr(t, "iowait", 0.0)
+    total = sum(t)
+    return total - idle, total
+
+
+@dataclass
+class _Sample:
+    at: float
+    threads: dict[tuple[int, int], tuple[int, int]]
+    host: tuple[float, float]
+
+
+class CpuWatch:
+    """The generator's CPU over one window: sampled at its start, every half second (so an
+    exit just before the end still leaves a sample), and at its end, from a thread."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.first: _Sample | None = None
+        self.last: _Sample | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _sample(self) -> _Sample | None:
+        threads = _thread_times(self.pid)
+        if not threads:
+            return None
+        return _Sample(time.monotonic(), threads, _host_busy())
+
+    def start(self, window_s: float) -> None:
+        self.first = self.last = self._sample()
+        deadline = time.monotonic() + window_s
+
+        def run() -> None:
+            while not self._stop.wait(min(0.5, max(0.0, deadline - time.monotonic()))):
+                s = self._sample()
+                if s is None:
+                    return
+                self.last = s
+                if time.monotonic() >= deadline:
+                    return
+
+        self._thread = threading.Thread(target=run, name="diagnose-sweep-cpuwatch", daemon=True)
+        self._thread.start()
+
+    def result(self) -> dict[str, Any]:
+        """cores (the tree's CPU / window), the busiest thread's on-CPU and run-queue shares,
+        ``saturated``, and the host's busy share of all its CPUs over the same window."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(2)
+        a, b = self.first, self.last
+        if a is None or b is None or b.at - a.at < 0.2:
+            return {"measured": False, "saturated": False}
+        span = b.at - a.at
+        on_total = 0
+        busiest = (0.0, 0.0)  # (on-CPU, run-queue) shares of the thread that wanted most
+        for key, (on, wait) in b.threads.items():
+            on0, wait0 = a.threads.get(key, (0, 0))
+            share = (max(0, on - on0) / 1e9 / span, max(0, wait - wait0) / 1e9 / span)
+            on_total += max(0, on - on0)
+            if sum(share) > sum(busiest):
+                busiest = share
+        busy0, total0 = a.host
+        busy1, total1 = b.host
+        host = (busy1 - busy0) / (total1 - total0) if total1 > total0 else None
+        demand = min(1.0, busiest[0] + busiest[1])
+        return {
+            "measured": True,
+            "seconds": round(span, 3),
+            "cpu_cores": round(on_total / 1e9 / span, 3),
+            "processes": len({pid for pid, _ in b.threads}),
+            "threads": len(b.threads),
+            "busiest_thread_oncpu": round(min(1.0, busiest[0]), 3),
+            "busiest_thread_waiting": round(min(1.0, busiest[1]), 3),
+            "busiest_thread_demand": round(demand, 3),
+            "saturated": demand >= SATURATED_SHARE,
+            "host_busy_share": None if host is None else round(host, 3),
+        }
+
+
+# --- drivers -------------------------------------------------------------------------------
+
+
+def _last_line(path: Path, limit: int = 300) -> str:
+    try:
+        data = path.read_bytes()[-8192:].decode("utf-8", "replace")
+    except OSError:
+        return ""
+    lines = [ln.strip() for ln in data.splitlines() if ln.strip()]
+    return lines[-1][:limit] if lines else ""
+
+
+class RunningLoad(ABC):
+    """One step's load: started by a driver, measured, then stopped (always)."""
+
+    def __init__(self, load_dir: Path, window_s: float) -> None:
+        self.load_dir = load_dir
+        self.window_s = window_s
+        self.proc: LaunchedCommand | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    @abstractmethod
+    def wait_warm(self, timeout: float) -> None:
+        """Block until the warm-up is over and the load waits for :meth:`go`."""
+
+    @abstractmethod
+    def go(self) -> float:
+        """Start the measured window (the capture's collectors are up); its wall-clock start."""
+
+    @abstractmethod
+    def finish(self) -> LoadFigures:
+        """Wait for the figures of the window (bounded) and return them."""
+
+    def _launch(self, argv: Sequence[str], name: str, env: dict[str, str] | None = None) -> None:
+        out = (self.load_dir / f"{name}.out").open("wb")
+        err = (self.load_dir / f"{name}.err").open("wb")
+        try:
+            self.proc = LaunchedCommand(argv, stdout=out, stderr=err, env=env, cwd=os.getcwd())
+        except DiagnoseError as exc:
+            raise LoadGeneratorError(f"the load generator {exc}") from None
+        finally:
+            out.close()
+            err.close()
+
+    def _wait_exit(self, timeout: float) -> tuple[int | None, str | None] | None:
+        deadline = time.monotonic() + timeout
+        while self.proc is not None:
+            st = self.proc.status()
+            if st is not None or time.monotonic() >= deadline:
+                return st
+            time.sleep(0.05)
+        return None
+
+    def stop(self) -> dict[str, Any] | None:
+        """Stop the generator's whole process group if it still runs; how it ended."""
+        if self.proc is None:
+            return None
+        proc, self.proc = self.proc, None
+        exit_ = proc.stop(grace=3.0, capture_ended=True)
+        return {
+            "exit_code": exit_.exit_code,
+            "signal": exit_.signal,
+            "stopped_by": exit_.stopped_by,
+        }
+
+
+def describe_exit(st: tuple[int | None, str | None]) -> str:
+    code, sig = st
+    return f"exited with code {code}" if sig is None else f"was killed by {sig}"
+
+
+class LocustRun(RunningLoad):
+    def wait_warm(self, timeout: float) -> None:
+        marker = self.load_dir / "warm.json"
+        deadline = time.monotonic() + timeout
+        while not marker.is_file():
+            st = self.proc.status() if self.proc is not None else (None, "SIGKILL")
+            if st is not None:
+                raise StepFailed(
+                    f"locust {describe_exit(st)} before its measured window: "
+                    f"{_last_line(self.load_dir / 'locust.err') or 'no output'}"
+                )
+            if time.monotonic() >= deadline:
+                raise StepFailed(
+                    f"locust was not warmed up within {timeout:.0f} s (its users never all "
+                    f"started?); see {self.load_dir / 'locust.err'}"
+                )
+            time.sleep(0.05)
+
+    def go(self) -> float:
+        (self.load_dir / "go").touch()
+        return time.time()
+
+    def finish(self) -> LoadFigures:
+        path = self.load_dir / "window.json"
+        st = self._wait_exit(self.window_s + FINISH_SLACK_S)
+        if not path.is_file():
+            how = describe_exit(st) if st is not None else "did not end"
+            raise StepFailed(
+                f"locust {how} without the window's figures: "
+                f"{_last_line(self.load_dir / 'locust.err') or 'no output'}"
+            )
+        try:
+            return parse_locust_window(json.loads(path.read_text()))
+        except ValueError as exc:
+            raise StepFailed(f"locust's window.json is unreadable: {exc}") from None
+
+
+class CommandRun(RunningLoad):
+    def __init__(
+        self, load_dir: Path, window_s: float, parser: str, tool: str, argv: list[str]
+    ) -> None:
+        super().__init__(load_dir, window_s)
+        self.parser = parser
+        self.tool = tool
+        self.argv = argv
+
+    def wait_warm(self, timeout: float) -> None:
+        return None  # the warm-up run has ended when start() returns
+
+    def go(self) -> float:
+        self._launch(self.argv, "load")
+        return time.time()
+
+    def finish(self) -> LoadFigures:
+        st = self._wait_exit(self.window_s + FINISH_SLACK_S)
+        if st is None:
+            raise StepFailed(
+                f"the load command did not end {FINISH_SLACK_S:.0f} s after its "
+                f"{self.window_s:g} s window (does it honour {{duration}}?)"
+            )
+        text = (self.load_dir / "load.out").read_text(encoding="utf-8", errors="replace")
+        if st != (0, None):
+            raise StepFailed(
+                f"the load command {describe_exit(st)}: "
+                f"{_last_line(self.load_dir / 'load.err') or _last_line(self.load_dir / 'load.out') or 'no output'}"
+            )
+        try:
+            return parse_wrk(text) if self.parser == "wrk" else parse_json_line(text, self.tool)
+        except ValueError as exc:
+            raise StepFailed(f"cannot read the load command's figures: it {exc}") from None
+
+
+class Driver(ABC):
+    def __init__(self, spec: LoadSpec) -> None:
+        self.spec = spec
+
+    @property
+    def tool(self) -> str:
+        return self.spec.tool
+
+    def window(self, seconds: float) -> float:
+        """The window a step can measure when ``seconds`` are asked for."""
+        return seconds
+
+    @abstractmethod
+    def start(self, users: int, load_dir: Path, warmup: float, window: float) -> RunningLoad:
+        """Start the load (and warm up); the caller must ``stop()`` the result."""
+
+
+def locust_command() -> list[str]:
+    if importlib.util.find_spec("locust") is not None:
+        return [sys.executable, "-m", "locust"]
+    exe = shutil.which("locust")
+    if exe:
+        return [exe]
+    raise LoadGeneratorError(
+        "locust is not installed: pip install 'diagnose[load]' (or pip install locust)"
+    )
+
+
+class LocustDriver(Driver):
+    def __init__(self, spec: LoadSpec) -> None:
+        super().__init__(spec)
+        self.command = locust_command()
+
+    def start(self, users: int, load_dir: Path, warmup: float, window: float) -> RunningLoad:
+        run = LocustRun(load_dir, window)
+        argv = [
+            *self.command,
+            "-f",
+            f"{self.spec.locustfile},{PLUGIN}",
+            "--headless",
+            "-u",
+            str(users),
+            "-r",
+            str(users),  # all users within about a second; the warm-up absorbs the ramp
+            "-t",
+            f"{int(warmup + window + 60)}s",  # a bound of its own; the plugin ends it sooner
+            "--only-summary",
+            "--exit-code-on-error",
+            "0",
+            "--csv",
+            str(load_dir / "locust"),
+        ]
+        if self.spec.host:
+            argv += ["--host", self.spec.host]
+        env = {
+            **os.environ,
+            "DIAGNOSE_SWEEP_DIR": str(load_dir),
+            "DIAGNOSE_SWEEP_WARMUP": f"{warmup:g}",
+            "DIAGNOSE_SWEEP_WINDOW": f"{window:g}",
+            "PYTHONUNBUFFERED": "1",
+        }
+        run._launch(argv, "locust", env)
+        return run
+
+
+class CommandDriver(Driver):
+    def __init__(self, spec: LoadSpec) -> None:
+        super().__init__(spec)
+        exe = spec.template[0]
+        if not (shutil.which(exe) or (os.sep in exe and os.access(exe, os.X_OK))):
+            hint = " (apt-get install wrk)" if Path(exe).name == "wrk" else ""
+            raise LoadGeneratorError(f"the load generator {exe!r} is not on PATH{hint}")
+        is_wrk = Path(exe).name == "wrk"
+        self.parser = spec.parser if spec.parser != "auto" else ("wrk" if is_wrk else "json")
+        self.template = list(spec.template)
+        has_script = any(
+            a in ("-s", "--script") or a.startswith("--script=") for a in self.template
+        )
+        if is_wrk and not has_script:
+            # wrk's own summary has no P95: its Lua done() hook prints every figure we need
+            self.template[1:1] = ["-s", str(WRK_SCRIPT)]
+
+    def window(self, seconds: float) -> float:
+        return float(whole_seconds(seconds))
+
+    def argv(self, users: int, seconds: float) -> list[str]:
+        return fill_template(
+            self.template,
+            {
+                "users": str(users),
+                "duration": str(whole_seconds(seconds)),
+                "host": self.spec.host or "",
+            },
+        )
+
+    def start(self, users: int, load_dir: Path, warmup: float, window: float) -> RunningLoad:
+        run = CommandRun(
+            load_dir, self.window(window), self.parser, self.tool, self.argv(users, window)
+        )
+        if warmup >= 0.5:
+            run._launch(self.argv(users, warmup), "warmup")
+            try:
+                st = run._wait_exit(whole_seconds(warmup) + FINISH_SLACK_S)
+                if st is None:
+                    raise StepFailed("the load command's warm-up run did not end in time")
+                if st != (0, None):
+                    raise StepFailed(
+                        f"the load command {describe_exit(st)} during the warm-up: "
+                        f"{_last_line(load_dir / 'warmup.err') or _last_line(load_dir / 'warmup.out') or 'no output'}"
+                    )
+            finally:
+                run.stop()
+        return run
+
+
+def make_driver(spec: LoadSpec) -> Driver:
+    """The driver for ``spec``; raises LoadGeneratorError (exit code 10) if the tool is missing."""
+    return LocustDriver(spec) if spec.kind == "locust" else CommandDriver(spec)

@@ -1,0 +1,111 @@
+"""Reading load generators' figures: wrk's real output (tests/fixtures/load, recorded against
+samples/sweep_pool.py), locust's window (from locust_plugin.py) and the JSON-line contract."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from diagnose.sweep.loadgen import (
+    LoadFigures,
+    figures_from_json,
+    parse_json_line,
+    parse_locust_window,
+    parse_wrk,
+)
+from tests.conftest import FIXTURES
+
+LOAD = FIXTURES / "load"
+
+
+def test_wrk_latency_summary():
+    f = parse_wrk((LOAD / "wrk_latency.txt").read_text())
+    assert f.tool == "wrk" and f.requests == 281 and f.failures == 0
+    assert f.seconds == pytest.approx(3.01)
+    assert (f.p50_ms, f.p95_ms, f.p99_ms) == (41.41, None, 52.85)  # wrk's summary has no P95
+    assert f.mean_ms == pytest.approx(42.74) and f.max_ms == pytest.approx(53.94)
+    assert f.qps == pytest.approx(281 / 3.01)
+
+
+def test_wrk_with_the_report_script_has_p95():
+    f = parse_wrk((LOAD / "wrk_script.txt").read_text())
+    assert f.requests == 192 and f.seconds == pytest.approx(2.005578)
+    assert (f.p50_ms, f.p95_ms, f.p99_ms) == (81.028, 119.457, 124.925)
+    assert f.extra["status_errors"] == 0
+
+
+def test_wrk_non_2xx_are_failures():
+    f = parse_wrk((LOAD / "wrk_non2xx.txt").read_text())
+    assert f.requests == 3765 and f.failures == 3765
+    assert f.qps == 0 and f.error_rate == 1.0
+    assert f.errors == [{"error": "non-2xx or 3xx responses", "count": 3765}]
+    assert f.p50_ms is None  # no --latency
+
+
+def test_wrk_socket_errors_and_units():
+    text = (
+        "  120 requests in 1.50m, 1.00KB read\n"
+        "    Latency     1.20s   100.00ms   2.50s   70.00%\n"
+        "  Socket errors: connect 0, read 3, write 0, timeout 2\n"
+        "     50%  800.00us\n     99%    2.40s\n"
+    )
+    f = parse_wrk(text)
+    assert f.seconds == pytest.approx(90.0)
+    assert (f.requests, f.failures) == (125, 5)
+    assert f.p50_ms == pytest.approx(0.8) and f.p99_ms == pytest.approx(2400.0)
+    assert f.mean_ms == pytest.approx(1200.0) and f.max_ms == pytest.approx(2500.0)
+
+
+def test_not_wrk_output():
+    with pytest.raises(ValueError, match="not wrk's output"):
+        parse_wrk("Segmentation fault\n")
+
+
+def test_locust_window():
+    f = parse_locust_window(json.loads((LOAD / "locust_window.json").read_text()))
+    assert f.tool == "locust" and f.requests == 309 and f.failures == 0
+    assert f.seconds == pytest.approx(4.0476)
+    assert (f.p50_ms, f.p95_ms, f.p99_ms) == (97, 190, 260)
+    assert f.extra["users_at_start"] == 8 and f.extra["endpoints"][0]["name"] == "/infer"
+
+
+def test_json_contract_takes_the_last_matching_line():
+    # the samples' own stats line fits the contract (requests, seconds, p50_ms, p99_ms)
+    out = (
+        "starting\n"
+        '{"not": "figures"}\n'
+        '{"sample": "lock_contention", "threads": 8, "requests": 9522, "seconds": 17.676, '
+        '"rps": 538.71, "p50_ms": 7.835, "p99_ms": 110.307}\n'
+        "bye\n"
+    )
+    f = parse_json_line(out, "mytool")
+    assert f.tool == "mytool" and f.requests == 9522 and f.p99_ms == 110.307 and f.p95_ms is None
+    assert f.extra == {"sample": "lock_contention", "threads": 8, "rps": 538.71}
+    prefixed = 'diagnose-load: {"requests": 10, "duration_s": 2, "failures": 1, "tool": "k6"}'
+    g = parse_json_line(prefixed)
+    assert (g.tool, g.seconds, g.qps, g.error_rate) == ("k6", 2.0, 4.5, 0.1)
+
+
+@pytest.mark.parametrize(
+    ("out", "says"),
+    [
+        ("nothing here\n", "printed no JSON line"),
+        ('{"requests": 10}\n', "needs numbers"),
+        ('{"requests": 10, "seconds": 0}\n', "needs numbers"),
+        ('{"requests": "ten", "seconds": 3}\n', "needs numbers"),
+        ('{"requests": true, "seconds": 3}\n', "needs numbers"),
+    ],
+)
+def test_json_contract_rejects(out, says):
+    with pytest.raises(ValueError, match=says):
+        parse_json_line(out)
+
+
+def test_figures_round_trip():
+    f = figures_from_json(
+        {"requests": 5, "seconds": 1, "p99_ms": 3, "errors": [{"error": "x"}, 1]}, "t"
+    )
+    assert f.errors == [{"error": "x"}]
+    assert LoadFigures.from_dict({**f.to_dict(), "unknown": 1}) == f
+    assert LoadFigures("t", 0.0, 0).qps == 0.0 and LoadFigures("t", 1.0, 0).error_rate == 0.0
