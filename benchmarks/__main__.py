@@ -12,6 +12,8 @@ command prints the machine, the load average, raw rows (JSON lines, also kept un
   tool-cost         CPU of diagnose and each of its helpers during one capture
   oncpu-stability   on-CPU category shares across repeated short captures
   perf-overhead     tests/targets/perf_overhead.py: perf's own recordings, alternating
+  false-sharing     the false-sharing samples' throughput per layout; diagnose's findings on
+                    them over repeated captures
   sweep             diagnose sweep on the sweep samples: the knee, and the recommendation vs the default
 """
 
@@ -58,6 +60,7 @@ COMMANDS: dict[str, Callable[[list[str]], None]] = {
     "tool-cost": _script("benchmarks/tool_cost.py"),
     "oncpu-stability": _script("benchmarks/oncpu_stability.py"),
     "perf-overhead": _script("tests/targets/perf_overhead.py"),
+    "false-sharing": _module("false_sharing"),
     "sweep": _module("sweep"),
 }
 

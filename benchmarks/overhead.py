@@ -49,8 +49,12 @@ TARGETS: dict[str, tuple[str, list[str], float]] = {
     "many": ("lock_contention", ["--threads", "64"], 3.0),
     # onnxruntime with a large intra-op pool: 2 sessions x 32 threads (oversubscribed)
     "onnx": ("oversubscription", ["--threads", "2", "--intra-op", "32"], 5.0),
+    # 2 native worker threads writing per-worker counters (a locked add per item)
+    "fs_native": ("false_sharing_native", [], 1.0),
+    # 2 Python request threads in a C library (GIL released) that counts into a NumPy array
+    "fs_service": ("false_sharing_service", [], 2.5),
 }
-COLLECTORS = ("proc", "pyspy", "gil", "perf", "perf_sched")
+COLLECTORS = ("proc", "pyspy", "gil", "perf", "perf_sched", "false_sharing")
 WINDOW = (1.5, 9.5)  # seconds after the variant starts; with duration 10 s
 
 

@@ -12,11 +12,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 from diagnose.collect.base import CaptureOptions
+from diagnose.collect.registry import with_collector
 from diagnose.collect.session import CaptureResult, capture
 from diagnose.errors import DiagnoseError, ExitCode
 from diagnose.resources import samples_dir
 
 DEFAULT_SAMPLE = "lock_contention"
+#: opt-in collectors a sample's bottleneck needs (the demo turns them on for it)
+SAMPLE_COLLECTORS: dict[str, tuple[str, ...]] = {
+    "false_sharing_native": ("false_sharing",),
+    "false_sharing_service": ("false_sharing",),
+}
 
 
 def available_samples() -> list[str]:
@@ -94,6 +100,9 @@ def run_demo(
 ) -> CaptureResult:
     """Start ``sample``, capture it into ``out`` for ``duration`` seconds, stop it (always)."""
     opts = options or CaptureOptions(duration=duration)
+    if options is None:
+        for name in SAMPLE_COLLECTORS.get(sample, ()):
+            opts.collectors = with_collector(opts.collectors, name)
     proc = SampleProcess(sample, seconds=duration + 30)
     try:
         proc.wait_ready(1.5)  # let it warm up: first requests are not representative

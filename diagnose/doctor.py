@@ -40,6 +40,7 @@ PERF_COLLECTORS = {
     "perf_sched": "sched_tracepoints",
     "perf_stat": "hw_events",
     "c2c": "mem_sampling",
+    "false_sharing": "user_regs",
 }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from diagnose.analyse.perf_metrics import analyse_perf
+from diagnose.analyse.perf_metrics import analyse_perf  # isort: skip - its metrics list first
+from diagnose.analyse.false_sharing import analyse_false_sharing  # isort: skip
 
-ANALYSES: list[Callable[[Any, Any, Any], None]] = [analyse_perf]
+ANALYSES: list[Callable[[Any, Any, Any], None]] = [analyse_perf, analyse_false_sharing]

@@ -101,4 +101,18 @@ scheduling problem. When more of the target's own threads never block
 (`host_foreign_cpu_share`) or to diagnose itself (`tool_cpu_share`, measured from its own
 process and its py-spy/perf helpers). The CPU share the target gets is no test of either:
 the kernel shares CPU time between sessions and cgroups, not between threads.
+
+**Shared cache lines from sampled registers** (`false_sharing_*`, `true_sharing_*`; collector
+`false_sharing`, `diagnose attach --false-sharing`). Each cpu-clock sample (one per 4 ms of
+a thread's CPU) carries the thread's user registers; the instruction at the sampled IP and
+the one before it are decoded from code copied out of the live process, and the addresses
+their memory operands write are computed from the registers, then grouped by 64-byte line.
+A *field* is a run of overlapping writes. *False sharing*: a field written by some of the
+line's writer threads and not by the others; *true sharing*: a field written by two or
+more. Shares are of all the process's samples, kernel ones included. Not seen: addresses in
+a register the previous instruction overwrote (`false_sharing_coverage` says how many),
+writes whose stall shows several instructions later, thread-local and vector addressing,
+JIT code once the process has exited, kernel code; x86-64 only. The method finds the
+pattern and the CPU time spent there, not the coherence cost itself (perf c2c measures
+that, with a PMU). docs/design.md has the details, docs/performance.md the cost.
 """

@@ -34,6 +34,7 @@ def attach(
     native: bool,
     nonblocking: bool,
     collectors: str | None,
+    false_sharing: bool,
     max_bundle_mb: int,
     follow: bool,
     formats: str,
@@ -45,7 +46,7 @@ def attach(
     Ctrl-C ends the capture early and still writes a complete bundle.
     """
     options = make_options(
-        duration, rate, proc_rate, native, nonblocking, collectors, max_bundle_mb
+        duration, rate, proc_rate, native, nonblocking, collectors, max_bundle_mb, false_sharing
     )
     fmts = parse_formats(formats)
     progress = Progress()

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from diagnose.collect.base import CaptureOptions
-from diagnose.collect.registry import COLLECTORS, parse_collectors
+from diagnose.collect.registry import COLLECTORS, parse_collectors, with_collector
 from diagnose.collect.session import CaptureResult
 from diagnose.errors import ExitCode, OutputError
 from diagnose.render.terminal import render_summary
@@ -79,6 +79,14 @@ def capture_options(f):  # type: ignore[no-untyped-def]
             help=f"Comma-separated collectors to run (default: all this host supports). Known: {', '.join(COLLECTORS)}.",
         ),
         click.option(
+            "--false-sharing",
+            is_flag=True,
+            default=False,
+            help="Also find cache lines written by several threads (false and true sharing) "
+            "from cpu-clock samples with user registers: no PMU needed (collector "
+            "false_sharing, x86-64; docs/design.md).",
+        ),
+        click.option(
             "--max-bundle-mb",
             type=int,
             default=1024,
@@ -128,7 +136,11 @@ def make_options(
     nonblocking: bool,
     collectors: str | None,
     max_bundle_mb: int,
+    false_sharing: bool = False,
 ) -> CaptureOptions:
+    names = parse_collectors(collectors)
+    if false_sharing:
+        names = with_collector(names, "false_sharing")
     return CaptureOptions(
         duration=duration,
         rate=100 if rate is None else rate,
@@ -136,7 +148,7 @@ def make_options(
         proc_rate=proc_rate,
         native=native,
         nonblocking=nonblocking,
-        collectors=parse_collectors(collectors),
+        collectors=names,
         max_bundle_bytes=max(1, max_bundle_mb) * 1024 * 1024,
     )
 

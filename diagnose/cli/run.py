@@ -49,6 +49,7 @@ def run(
     native: bool,
     nonblocking: bool,
     collectors: str | None,
+    false_sharing: bool,
     max_bundle_mb: int,
     warmup: float,
     grace: float,
@@ -72,7 +73,7 @@ def run(
     Give a command that ends by itself more run time than --warmup + --duration.
     """
     options = make_options(
-        duration, rate, proc_rate, native, nonblocking, collectors, max_bundle_mb
+        duration, rate, proc_rate, native, nonblocking, collectors, max_bundle_mb, false_sharing
     )
     fmts = parse_formats(formats)
     progress = Progress()

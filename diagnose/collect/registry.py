@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 
 from diagnose.collect.base import Collector
 from diagnose.collect.perf.c2c import C2cCollector
+from diagnose.collect.perf.false_sharing import FalseSharingCollector
 from diagnose.collect.perf.oncpu import PerfCollector
 from diagnose.collect.perf.sched import PerfSchedCollector
 from diagnose.collect.perf.stat import PerfStatCollector
@@ -25,13 +26,22 @@ COLLECTORS: dict[str, Callable[[], Collector]] = {
     "perf_sched": PerfSchedCollector,
     "perf_stat": PerfStatCollector,
     "c2c": C2cCollector,
+    "false_sharing": FalseSharingCollector,
 }
-DEFAULT_OFF: frozenset[str] = frozenset()
+#: ``false_sharing`` is opt-in (``--false-sharing``) until its cost is measured small on
+#: real services (docs/performance.md).
+DEFAULT_OFF: frozenset[str] = frozenset({"false_sharing"})
 ALWAYS: frozenset[str] = frozenset({"system"})
 
 
 def describe() -> list[tuple[str, str]]:
     return [(name, factory().description) for name, factory in COLLECTORS.items()]
+
+
+def with_collector(names: tuple[str, ...] | None, name: str) -> tuple[str, ...]:
+    """``names`` (None: the default set) plus ``name``: an opt-in collector asked for by flag."""
+    base = names if names is not None else tuple(n for n in COLLECTORS if n not in DEFAULT_OFF)
+    return base if name in base else (*base, name)
 
 
 def parse_collectors(text: str | None) -> tuple[str, ...] | None:

@@ -9,7 +9,9 @@
   0: diagnose does not invent a bottleneck.
 - Confidence = the primary finding's score, times 0.85 for each other category whose rules
   could not be evaluated (that alternative could not be ruled out; floor 0.4 of the
-  score), times 0.9 if a collector its own metrics come from was partial, times 0.8 if a
+  score; rules of one category and kind are alternative measurements of one bottleneck,
+  e.g. false sharing from perf c2c or from sampled registers: one that was evaluated rules
+  it out for the others), times 0.9 if a collector its own metrics come from was partial, times 0.8 if a
   finding of another category scores within 80% of it (a close call). Each factor is a
   note in the report, naming the metrics and the collector that was missing.
 """
@@ -171,6 +173,7 @@ def judge(
     known = known_metrics()
     findings: list[Finding] = []
     not_eval: list[NotEvaluated] = []
+    evaluated: set[tuple[str, str | None]] = set()  # (category, kind) of rules judged
     for rule in ruleset.rules:
         result = rule.when(metrics)
         if result is UNKNOWN:
@@ -178,6 +181,7 @@ def judge(
             reasons = sorted({unmeasured.get(n, "not measured") for n in missing})
             not_eval.append(NotEvaluated(rule, missing, reasons))
             continue
+        evaluated.add((rule.category, rule.kind))
         if result is not True:
             continue
         score = 0.5
@@ -211,8 +215,11 @@ def judge(
     notes = [f"score of the top finding {top.rule.id}: {top.score:.2f}"]
     unresolved: dict[str, list[NotEvaluated]] = {}
     for n in not_eval:
-        if n.rule.category != top.rule.category and not n.rule.advisory:
-            unresolved.setdefault(n.rule.category, []).append(n)
+        if n.rule.category == top.rule.category or n.rule.advisory:
+            continue
+        if n.rule.kind is not None and (n.rule.category, n.rule.kind) in evaluated:
+            continue  # another measurement of the same bottleneck was made (c2c or registers)
+        unresolved.setdefault(n.rule.category, []).append(n)
     factor = 1.0
     for cat in sorted(unresolved):
         factor *= 0.85

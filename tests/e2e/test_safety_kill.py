@@ -58,13 +58,15 @@ MODES: dict[str, tuple[str, ...]] = {
     "blocking": ("--blocking",),
     "native": ("--native",),
     "perf": ("--collectors", "perf,proc,system"),
+    # the false_sharing collector also reads the target's memory at the end of the capture
+    "false_sharing": ("--collectors", "false_sharing,proc,system"),
 }
 
 
 def _skip_mode(mode: str) -> None:
-    if mode == "perf" and "perf" not in COLLECTORS:
-        pytest.skip("the perf collector is not registered in this checkout")
-    if mode == "perf" and not shutil.which("perf"):
+    if mode in ("perf", "false_sharing") and mode not in COLLECTORS:
+        pytest.skip(f"the {mode} collector is not registered in this checkout")
+    if mode in ("perf", "false_sharing") and not shutil.which("perf"):
         pytest.skip("perf is not installed")
 
 

@@ -97,6 +97,22 @@ HEALTHY: dict[str, Any] = {
     "c2c_top_line_offsets": 0,
     "c2c_top_line_threads": 0,
     "c2c_top_line_symbols": "",
+    # the false_sharing collector (sampled registers) ran and found no shared line
+    "false_sharing_lines": 0,
+    "false_sharing_share": 0.0,
+    "false_sharing_top_line": "",
+    "false_sharing_top_share": 0.0,
+    "false_sharing_top_offsets": 0,
+    "false_sharing_top_threads": 0,
+    "false_sharing_top_site": "",
+    "true_sharing_lines": 0,
+    "true_sharing_share": 0.0,
+    "true_sharing_top_address": "",
+    "true_sharing_top_share": 0.0,
+    "true_sharing_top_threads": 0,
+    "true_sharing_top_site": "",
+    "false_sharing_coverage": 0.97,
+    "false_sharing_c2c_agrees": None,
 }
 
 

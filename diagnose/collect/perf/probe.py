@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from diagnose.formats.perf_regs import USER_REGS_OPTION
 from diagnose.formats.perf_stat import parse_stat
 
 PERF_INSTALL = (
@@ -59,6 +60,8 @@ FEATURES: dict[str, str] = {
     "(collector perf_sched)",
     "hw_events": "hardware counters cycles and instructions: IPC (collector perf_stat)",
     "mem_sampling": "memory sampling for perf c2c: false sharing (collector c2c)",
+    "user_regs": "cpu-clock samples with user registers: cache lines written by several "
+    "threads, without a PMU (collector false_sharing)",
 }
 
 SCHED_EVENTS = ("sched:sched_switch", "sched:sched_wakeup")
@@ -224,7 +227,7 @@ def probe(perf: str | None = None, timeout: float = 10.0) -> PerfCapabilities:
     features: dict[str, Feature] = {}
     version = ""
     with tempfile.TemporaryDirectory(prefix="diagnose-perf-probe-") as tmp:
-        out = {k: os.path.join(tmp, f"{k}.data") for k in ("cpu", "sched", "futex", "c2c")}
+        out = {k: os.path.join(tmp, f"{k}.data") for k in ("cpu", "sched", "futex", "c2c", "regs")}
 
         def record(data: str, *events: str) -> _Job:
             return _Job([perf, *RECORD_BASE, *events, "-o", data, "--", "true"], tmp)
@@ -238,6 +241,7 @@ def probe(perf: str | None = None, timeout: float = 10.0) -> PerfCapabilities:
                 [perf, "stat", "-x", ",", "-e", ",".join(HW_EVENTS), "--", "true"], tmp
             ),
             "mem_sampling": _Job([perf, "c2c", "record", "-o", out["c2c"], "--", "true"], tmp),
+            "user_regs": record(out["regs"], "-e", "cpu-clock", "-F", "99", USER_REGS_OPTION),
         }
         deadline = time.monotonic() + timeout
         for job in jobs.values():
@@ -255,6 +259,7 @@ def probe(perf: str | None = None, timeout: float = 10.0) -> PerfCapabilities:
             ("sched_tracepoints", out["sched"], "scheduler tracepoints"),
             ("futex_tracepoints", out["futex"], "futex syscall tracepoints"),
             ("mem_sampling", out["c2c"], "perf c2c memory sampling"),
+            ("user_regs", out["regs"], "cpu-clock sampling with user registers"),
         ):
             res = _record_ok(jobs[name], data, what)
             if isinstance(res, Feature):
