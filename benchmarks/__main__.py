@@ -12,6 +12,8 @@ command prints the machine, the load average, raw rows (JSON lines, also kept un
   tool-cost         CPU of diagnose and each of its helpers during one capture
   oncpu-stability   on-CPU category shares across repeated short captures
   perf-overhead     tests/targets/perf_overhead.py: perf's own recordings, alternating
+  counterfactual    the sample zoo: each sample's one-bottleneck fix against the service as is
+  accuracy          every sample, captured N times with diagnose's defaults: verdicts vs expected
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ COMMANDS: dict[str, Callable[[list[str]], None]] = {
     "tool-cost": _script("benchmarks/tool_cost.py"),
     "oncpu-stability": _script("benchmarks/oncpu_stability.py"),
     "perf-overhead": _script("tests/targets/perf_overhead.py"),
+    "counterfactual": _module("counterfactual"),
+    "accuracy": _module("accuracy"),
 }
 
 
