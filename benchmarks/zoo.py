@@ -21,7 +21,7 @@ import socket
 import subprocess
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -333,12 +333,17 @@ def locust_rps(prefix: Path, skip_s: float) -> dict[str, float]:
 
 
 def measure(
-    sample: ZooSample, change: Change | None, workdir: Path, seconds: float
+    sample: ZooSample,
+    change: Change | None,
+    workdir: Path,
+    seconds: float,
+    inspect: Callable[[Running], None] | None = None,
 ) -> dict[str, Any]:
     """Start the sample (with ``change``), load it for warm-up + ``seconds``, stop it.
 
     Returns locust's throughput over the measured window and the CPU (in cores) that the
-    service's process tree and locust used over the same window.
+    service's process tree and locust used over the same window. ``inspect`` is called with
+    the running service after the warm-up (a test's look at its processes).
     """
     users = change.users if change and change.users else sample.users
     warm = sample.warmup_s
@@ -346,6 +351,8 @@ def measure(
         load = start_load(run, warm + seconds + 1, workdir, users=users)
         try:
             time.sleep(warm)
+            if inspect is not None:
+                inspect(run)
             c0, l0, t0 = tree_cpu_s(run.pid), tree_cpu_s(load.proc.pid), time.monotonic()
             time.sleep(seconds)
             c1, l1, t1 = tree_cpu_s(run.pid), tree_cpu_s(load.proc.pid), time.monotonic()
