@@ -31,17 +31,16 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import (
-    DIAGNOSE,
     ROOT,
     SAMPLES,
     Service,
     append_row,
+    attach,
     loadavg,
     machine_line,
     results_file,
-    run_timed,
 )
-from benchmarks.zoo import ZooSample, all_samples, running, start_load
+from benchmarks.zoo import ZooSample, all_samples, pick, running, start_load
 
 KEEP = ("report.json", "report.md", "manifest.json")
 BANDS = ((0.0, 0.5), (0.5, 0.6), (0.6, 0.7), (0.7, 0.8), (0.8, 0.9), (0.9, 1.01))
@@ -85,24 +84,13 @@ def targets(names: list[str]) -> list[Target]:
         Target(s.name, "zoo", s.stack, s.expected_category, s.expected_kinds, s, s.warmup_s)
         for s in all_samples()
     ]
-    found = zoo + hand_written()
-    if not names:
-        return found
-    by_name = {t.name: t for t in found}
-    missing = [n for n in names if n not in by_name]
-    if missing:
-        raise SystemExit(f"no sample named {', '.join(missing)}; have: {', '.join(by_name)}")
-    return [by_name[n] for n in names]
+    return pick(zoo + hand_written(), names)
 
 
 def capture(pid: int, duration: float, out: Path, keep: Path) -> dict[str, Any]:
-    shutil.rmtree(out, ignore_errors=True)
-    argv = [*DIAGNOSE, "attach", str(pid), "-d", f"{duration:g}", "-o", str(out)]
-    rc, wall, _, _ = run_timed(argv, timeout=duration * 4 + 180)
+    rc, wall, rep = attach(pid, duration, out, timeout=duration * 4 + 180)
     row: dict[str, Any] = {"rc": rc, "wall_s": round(wall, 1)}
-    report = out / "report.json"
-    if report.exists():
-        rep = json.loads(report.read_text())
+    if rep is not None:
         v = rep["verdict"]
         row.update(
             category=v.get("primary"),

@@ -24,7 +24,7 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import psutil
 
@@ -126,15 +126,26 @@ def all_samples() -> list[ZooSample]:
     return [load_sample(p) for p in sorted(SERVICES.glob("*/sample.toml"))]
 
 
-def select(names: list[str]) -> list[ZooSample]:
-    samples = all_samples()
+class _Named(Protocol):
+    name: str
+
+
+N = TypeVar("N", bound=_Named)
+
+
+def pick(items: list[N], names: list[str]) -> list[N]:
+    """The items named, in that order (all of them when no names are given)."""
     if not names:
-        return samples
-    by_name = {s.name: s for s in samples}
+        return items
+    by_name = {s.name: s for s in items}
     missing = [n for n in names if n not in by_name]
     if missing:
-        raise SystemExit(f"no zoo sample named {', '.join(missing)}; have: {', '.join(by_name)}")
+        raise SystemExit(f"no sample named {', '.join(missing)}; have: {', '.join(by_name)}")
     return [by_name[n] for n in names]
+
+
+def select(names: list[str]) -> list[ZooSample]:
+    return pick(all_samples(), names)
 
 
 def free_port() -> int:
