@@ -39,6 +39,7 @@ from benchmarks.common import (
     loadavg,
     machine_line,
     results_file,
+    stat,
 )
 from benchmarks.zoo import ZooSample, all_samples, pick, running, start_load
 
@@ -152,7 +153,10 @@ def _cell(r: dict[str, Any]) -> str:
         return f"no report (exit {r.get('rc')})"
     conf = r.get("confidence")
     c = f" {conf:.2f}" if isinstance(conf, int | float) else ""
-    mark = "" if r["right"] else " ✗"
+    mark = ""
+    if not r["right"]:
+        ranks = [i for i, (cat, _, _) in enumerate(r.get("ranking", []), 1) if cat == r["want"]]
+        mark = f" ✗ (expected ranked {ranks[0]})" if ranks else " ✗ (expected not ranked)"
     return f"{r['category']}/{r.get('kind') or '-'}{c}{mark}"
 
 
@@ -175,23 +179,36 @@ def document(rows: list[dict[str, Any]], ts: list[Target], args: argparse.Namesp
         "",
         f"Machine: {machine_line()}. Generated {time.strftime('%Y-%m-%d %H:%M')}.",
         "",
-        "| sample | origin | expected | verdicts (category/kind confidence) | right |",
-        "|---|---|---|---|---|",
+        "Host busy: the share of the host's CPU that neither the target nor diagnose used during",
+        "the captures (`host_foreign_cpu_share`, median): other work on the same cores, which",
+        "diagnose rightly reports first (scheduling/cpu_contention) when the target's threads",
+        "wait for a core longer than they run.",
+        "",
+        "| sample | origin | expected | verdicts (category/kind confidence) | host busy "
+        "| right (category) | right |",
+        "|---|---|---|---|---|---|---|",
     ]
-    right = total = 0
+    want = {t.name: t.category for t in ts}
+    for r in rows:
+        r["want"] = want.get(r["sample"])
+        r["category_right"] = r.get("category") == r["want"]
+
+    def score(sel: list[dict[str, Any]]) -> str:
+        n, c = sum(1 for r in sel if r["right"]), sum(1 for r in sel if r["category_right"])
+        return f"{c}/{len(sel)} | {n}/{len(sel)}"
+
     for t in ts:
         sel = [r for r in rows if r["sample"] == t.name]
-        n_right = sum(1 for r in sel if r["right"])
-        right += n_right
-        total += len(sel)
         cells = "; ".join(_cell(r) for r in sel)
-        lines.append(f"| {t.name} | {t.origin} | {t.expected} | {cells} | {n_right}/{len(sel)} |")
+        busy = stat([r.get("host_foreign_cpu_share") for r in sel])
+        host = f"{busy.median:.2f}" if busy.n else "-"
+        lines.append(f"| {t.name} | {t.origin} | {t.expected} | {cells} | {host} | {score(sel)} |")
     for origin in ("zoo", "hand-written"):
-        sel = [r for r in rows if any(t.name == r["sample"] and t.origin == origin for t in ts)]
+        names = {t.name for t in ts if t.origin == origin}
+        sel = [r for r in rows if r["sample"] in names]
         if sel:
-            n = sum(1 for r in sel if r["right"])
-            lines.append(f"| **{origin} total** | | | | **{n}/{len(sel)}** |")
-    lines.append(f"| **all** | | | | **{right}/{total}** |")
+            lines.append(f"| **{origin} total** | | | | | {score(sel)} |")
+    lines.append(f"| **all** | | | | | {score(rows)} |")
     lines += [
         "",
         "## Calibration",
