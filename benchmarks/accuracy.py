@@ -160,7 +160,9 @@ def _cell(r: dict[str, Any]) -> str:
     return f"{r['category']}/{r.get('kind') or '-'}{c}{mark}"
 
 
-def document(rows: list[dict[str, Any]], ts: list[Target], args: argparse.Namespace) -> str:
+def document(
+    rows: list[dict[str, Any]], ts: list[Target], args: argparse.Namespace, raw: Path
+) -> str:
     names = " ".join(args.names)
     cmd = f"python -m benchmarks accuracy --captures {args.captures} --duration {args.duration:g}"
     lines = [
@@ -177,12 +179,14 @@ def document(rows: list[dict[str, Any]], ts: list[Target], args: argparse.Namesp
         f"{cmd}{' ' + names if names else ''}",
         "```",
         "",
-        f"Machine: {machine_line()}. Generated {time.strftime('%Y-%m-%d %H:%M')}.",
+        f"Machine: {machine_line()}. Written {time.strftime('%Y-%m-%d %H:%M')} from the raw",
+        f"rows `{raw.name}` (each row has the load average at its capture).",
         "",
         "Host busy: the share of the host's CPU that neither the target nor diagnose used during",
-        "the captures (`host_foreign_cpu_share`, median): other work on the same cores, which",
-        "diagnose rightly reports first (scheduling/cpu_contention) when the target's threads",
-        "wait for a core longer than they run.",
+        "the captures (`host_foreign_cpu_share`, median): other work on the same cores (the",
+        "sample's own load generator, locust, counts here too), which diagnose reports first",
+        "(scheduling/cpu_contention) when the target's threads wait for a core longer than they",
+        "run. On a shared host, read the table with that column.",
         "",
         "| sample | origin | expected | verdicts (category/kind confidence) | host busy "
         "| right (category) | right |",
@@ -249,7 +253,8 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     ts = targets(args.names)
     if args.summarise:
-        rows = [json.loads(line) for line in args.summarise.read_text().splitlines()]
+        path = args.summarise
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
         have = {r["sample"] for r in rows}
         ts = [t for t in ts if t.name in have]
     else:
@@ -261,7 +266,7 @@ def main(argv: list[str] | None = None) -> None:
         for t in ts:
             rows += run_target(t, args, work, path)
         shutil.rmtree(work, ignore_errors=True)
-    doc = document(rows, ts, args)
+    doc = document(rows, ts, args, path)
     write(doc, args.out)
     print(doc)
 
