@@ -6,6 +6,7 @@ without the lock two requests could run at once on 2 cores. MODEL_COPIES=per-thr
 each request thread its own copy and no lock.
 """
 
+import copy
 import json
 import threading
 
@@ -20,7 +21,7 @@ _local = threading.local()
 def predict(ids: list[int]) -> float:
     if PER_THREAD:
         if not hasattr(_local, "model"):
-            _local.model = NumpyModel(width=768, layers=4, batch=64)
+            _local.model = copy.deepcopy(shared_model)
         return _local.model(ids)
     with model_lock:
         return shared_model(ids)

@@ -6,6 +6,7 @@ is the larger cost: CLEAN_MODE=fast (cheap cleaning) gains more than MODEL_COPIE
 (no lock), which is the secondary bottleneck.
 """
 
+import copy
 import threading
 
 from fastapi import FastAPI
@@ -28,7 +29,7 @@ class Ticket(BaseModel):
 def score(ids: list[int]) -> float:
     if PER_THREAD:
         if not hasattr(_local, "router"):
-            _local.router = NumpyModel(width=512, layers=3, batch=16)
+            _local.router = copy.deepcopy(router)
         return _local.router(ids)
     with router_lock:
         return router(ids)
