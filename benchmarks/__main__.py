@@ -15,6 +15,8 @@ command prints the machine, the load average, raw rows (JSON lines, also kept un
   false-sharing     the false-sharing samples' throughput per layout; diagnose's findings on
                     them over repeated captures
   sweep             diagnose sweep on the sweep samples: the knee, and the recommendation vs the default
+  counterfactual    the sample zoo: each sample's one-bottleneck fix against the service as is
+  accuracy          every sample, captured N times with diagnose's defaults: verdicts vs expected
 """
 
 from __future__ import annotations
@@ -62,6 +64,8 @@ COMMANDS: dict[str, Callable[[list[str]], None]] = {
     "perf-overhead": _script("tests/targets/perf_overhead.py"),
     "false-sharing": _module("false_sharing"),
     "sweep": _module("sweep"),
+    "counterfactual": _module("counterfactual"),
+    "accuracy": _module("accuracy"),
 }
 
 

@@ -22,13 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import (
-    DIAGNOSE,
     Service,
     append_row,
+    attach,
     loadavg,
     machine_line,
     results_file,
-    run_timed,
 )
 
 #: sample -> (arguments, warm-up seconds); the verdict tests' warm-ups, at least 2 s
@@ -46,13 +45,9 @@ REPORT_FILES = ("report.html", "report.md", "report.json")
 
 
 def capture(pid: int, seconds: float, out: Path) -> dict[str, Any]:
-    shutil.rmtree(out, ignore_errors=True)
-    argv = [*DIAGNOSE, "attach", str(pid), "-d", f"{seconds:g}", "-o", str(out)]
-    rc, wall, _, _ = run_timed(argv, timeout=seconds * 3 + 120)
+    rc, wall, rep = attach(pid, seconds, out, timeout=seconds * 3 + 120)
     row: dict[str, Any] = {"seconds": seconds, "rc": rc, "wall_s": round(wall, 1)}
-    report = out / "report.json"
-    if report.exists():
-        rep = json.loads(report.read_text())
+    if rep is not None:
         v = rep["verdict"]
         row.update(
             primary=v.get("primary"),
