@@ -27,6 +27,7 @@ from typing import Any
 
 from diagnose import __version__
 from diagnose.analyse.registry import known_metrics
+from diagnose.formats.stacks import ThreadFrame
 from diagnose.report import Diagnosis, diagnose, output_paths, write_text
 from diagnose.verdict.template import format_value
 
@@ -251,7 +252,6 @@ def verdict_change(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[
 
 # --- differential flame graphs -------------------------------------------------------------
 
-_THREAD = re.compile(r"^thread \((\d+)\): ?(.*)$")
 _LINE = re.compile(r":\d+\)$")
 
 
@@ -259,9 +259,9 @@ def normalise_frame(frame: str) -> str:
     """Make frames of two captures meet: thread IDs and numbers in thread names go (the
     runs have other TIDs and may have more threads), and so do line numbers (the change
     under test may have moved the code)."""
-    m = _THREAD.match(frame)
-    if m:
-        name = re.sub(r"\d+", "N", m.group(2)) or "(unnamed)"
+    thread = ThreadFrame.parse(frame)
+    if thread is not None:
+        name = re.sub(r"\d+", "N", thread.name) or "(unnamed)"
         return f"thread: {name}"
     return _LINE.sub(")", frame)
 

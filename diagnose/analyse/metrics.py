@@ -20,6 +20,7 @@ from diagnose.analyse.frames import FrameRules, is_native_frame, split_frame
 from diagnose.analyse.load import BundleData, map_distinct
 from diagnose.analyse.registry import METRICS, metric
 from diagnose.analyse.threads import BUSY_STATES, STATES, ThreadTime, thread_time
+from diagnose.formats.stacks import ThreadFrame
 
 Stack = tuple[str, ...]
 
@@ -872,7 +873,7 @@ def _oncpu(
         stacks_by_cat[cat][st] += w
         if any(is_native_frame(f) for f in st):
             native_w += w
-        flame[(f"thread ({tid}): {names.get(tid, '')}", *st)] += w
+        flame[(ThreadFrame(tid, names.get(tid, "")).format(), *st)] += w
     for c in frames.names:
         m[f"oncpu_share_{c}"] = _r(by_cat.get(c, 0.0) / total, 4)
     if not native:  # Python stacks cannot tell a GEMM from a memcpy: not measured
@@ -1152,7 +1153,7 @@ def _flames(tt: ThreadTime | None, data: BundleData, a: Analysis) -> None:
         for (tid, sid), d in zip(per.index, per.to_numpy(), strict=True):
             wall[
                 (
-                    f"thread ({tid}): {data.py_names.get(int(tid), '')}",
+                    ThreadFrame(int(tid), data.py_names.get(int(tid), "")).format(),
                     *data.py_stacks.get(int(sid), ()),
                 )
             ] += float(d)
@@ -1166,7 +1167,11 @@ def _flames(tt: ThreadTime | None, data: BundleData, a: Analysis) -> None:
             for (tid, sid), w in zip(per.index, per.to_numpy(), strict=True):
                 st = data.py_stacks.get(int(sid), ()) if sid >= 0 else ()
                 off[
-                    (f"{state} wait", f"thread ({tid}): {data.py_names.get(int(tid), '')}", *st)
+                    (
+                        f"{state} wait",
+                        ThreadFrame(int(tid), data.py_names.get(int(tid), "")).format(),
+                        *st,
+                    )
                 ] += float(w)
         if off:
             a.flames["waits"] = list(off.items())

@@ -36,6 +36,7 @@ from diagnose.analyse.registry import metric
 from diagnose.analyse.threads import BUSY_STATES, STATES, join_python_stacks, python_leaf
 from diagnose.errors import BadBundle
 from diagnose.formats.perf_stat import parse_stat
+from diagnose.formats.stacks import ThreadFrame
 
 Stack = tuple[str, ...]
 
@@ -373,7 +374,11 @@ def _offcpu_stacks(
         count[mixed] += int(n)
         by_site[site] += float(dur)
         flame[
-            (f"thread ({int(tid)}): {data.py_names.get(int(tid), '')}", f"off-CPU ({st})", *mixed)
+            (
+                ThreadFrame(int(tid), data.py_names.get(int(tid), "")).format(),
+                f"off-CPU ({st})",
+                *mixed,
+            )
         ] += float(dur)
     total = sum(by_site.values())
     site, secs = by_site.most_common(1)[0]
