@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from diagnose.analyse.arch import DEFAULT_MACHINE, recorded_machine
 from diagnose.bundle.reader import Bundle
 from diagnose.errors import BadBundle
 
@@ -31,6 +32,7 @@ class BundleData:
     native_samples: pd.DataFrame | None  # native/samples.csv (perf), t,tid,stack_id[,weight]
     native_stacks: dict[int, tuple[str, ...]]
     missing: dict[str, str] = field(default_factory=dict)  # source -> why it is absent
+    machine: str = DEFAULT_MACHINE  # the machine the bundle was recorded on (uname -m)
 
     def reason(self, source: str) -> str:
         return self.missing.get(source, "")
@@ -148,6 +150,7 @@ def load(bundle: Bundle) -> BundleData:
         native_samples=native_samples,
         native_stacks=native_stacks,
         missing=missing,
+        machine=recorded_machine(system, bundle.manifest.host),
     )
 
 

@@ -25,31 +25,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from diagnose.analyse.arch import Syscalls
 from diagnose.analyse.frames import FrameRules, is_native_frame
 from diagnose.analyse.load import BundleData, map_distinct
-from diagnose.collect.procfs import syscall_table
 
 STATES = ("running", "runnable", "gil", "lock", "io", "idle", "other")
 BUSY_STATES = ("running", "runnable", "gil", "lock", "io")
-
-_NAMES = syscall_table()
-_BY_NAME = {v: k for k, v in _NAMES.items()}
-
-
-def _nrs(*names: str) -> list[int]:
-    return [_BY_NAME[n] for n in names if n in _BY_NAME]
-
-
-FUTEX = _nrs("futex", "futex_wait", "futex_waitv")
-IO_CALLS = _nrs(
-    "read", "write", "pread64", "pwrite64", "readv", "writev", "connect", "sendto",
-    "recvfrom", "sendmsg", "recvmsg", "recvmmsg", "sendmmsg",
-)  # fmt: skip
-POLL_CALLS = _nrs(
-    "poll", "ppoll", "select", "pselect6", "epoll_wait", "epoll_pwait", "epoll_pwait2"
-)
-ACCEPT_CALLS = _nrs("accept", "accept4")
-SLEEP_CALLS = _nrs("nanosleep", "clock_nanosleep", "wait4", "waitid")
 
 
 @dataclass
@@ -109,7 +90,11 @@ def python_leaf(stack: tuple[str, ...]) -> str:
 
 
 def classify_waits(
-    df: pd.DataFrame, leaf_kind: pd.Series, has_py: pd.Series, gil: tuple[int, int] | None
+    df: pd.DataFrame,
+    leaf_kind: pd.Series,
+    has_py: pd.Series,
+    gil: tuple[int, int] | None,
+    calls: Syscalls,
 ) -> pd.Series:
     """The wait class of each row, as if the thread were off-CPU (see module doc).
 
@@ -120,7 +105,7 @@ def classify_waits(
     state = df["state"].astype(str)
     sc = pd.to_numeric(df.get("syscall"), errors="coerce")
     addr = _hex_to_float(df.get("arg0", pd.Series("", index=df.index)))
-    futex = sc.isin(FUTEX)
+    futex = sc.isin(calls.futex)
     in_gil = pd.Series(False, index=df.index)
     if gil is not None:
         in_gil = futex & (addr >= gil[0]) & (addr < gil[1])
@@ -134,12 +119,12 @@ def classify_waits(
         futex & has_py & leaf_kind.notna(),
         futex & has_py,
         futex,
-        sc.isin(ACCEPT_CALLS),
-        sc.isin(IO_CALLS) & (lk == "idle"),
-        sc.isin(IO_CALLS),
-        sc.isin(POLL_CALLS) & (lk == "io"),
-        sc.isin(POLL_CALLS),
-        sc.isin(SLEEP_CALLS),
+        sc.isin(calls.accept),
+        sc.isin(calls.io) & (lk == "idle"),
+        sc.isin(calls.io),
+        sc.isin(calls.poll) & (lk == "io"),
+        sc.isin(calls.poll),
+        sc.isin(calls.sleep),
         state == "R",
     ]
     choices = ["other", "io", "gil", "idle", "io", "lock", "other", "idle", "idle", "idle", "io",
@@ -166,7 +151,8 @@ def thread_time(data: BundleData, frames: FrameRules) -> ThreadTime | None:
         py_tids |= set(data.py_intervals["tid"].unique().tolist())
     has_py = df["tid"].isin(py_tids)
     gr = gil_range(data.system)
-    df["wait_class"] = classify_waits(df, leaf_kind, has_py, gr)
+    calls = Syscalls.of(data.machine)
+    df["wait_class"] = classify_waits(df, leaf_kind, has_py, gr, calls)
 
     g = df.groupby("tid", sort=False)
     dt = g["t"].diff()
@@ -191,7 +177,7 @@ def thread_time(data: BundleData, frames: FrameRules) -> ThreadTime | None:
         iv[s] = np.where(iv["off_class"] == s, off, 0.0)
     # where the off-CPU time was spent: the tick whose wait class it took (the interval's
     # end, or its start when the thread was runnable again at the end)
-    addr = _futex_addr(df)
+    addr = _futex_addr(df, calls)
     from_start = (end_cls == "runnable").to_numpy()
     iv["futex_addr"] = np.where(
         from_start, addr.groupby(df["tid"]).shift(1)[valid].fillna(""), addr[valid]
@@ -249,11 +235,11 @@ def _split_interval_time(
     return on * scale, rq * scale, off
 
 
-def _futex_addr(df: pd.DataFrame) -> pd.Series:
+def _futex_addr(df: pd.DataFrame, calls: Syscalls) -> pd.Series:
     """The futex address each row's thread was blocked on ("" when not in futex())."""
     sc = pd.to_numeric(df.get("syscall"), errors="coerce")
     arg = df.get("arg0", pd.Series("", index=df.index)).astype(str)
-    return arg.where(sc.isin(FUTEX), "")
+    return arg.where(sc.isin(calls.futex), "")
 
 
 _DIGITS = re.compile(r"[\d_-]*\d[\d_-]*$")
