@@ -33,34 +33,10 @@ from diagnose.verdict.template import format_value
 
 COMPARE_SCHEMA = "diagnose.compare/1"
 
-#: The metrics that have a better direction. The rest (CPU used, thread counts, memory
-#: footprints of a deliberate change) are shown with their delta but not judged.
-DIRECTIONS: dict[str, str] = {
-    "busy_share_running": "higher",
-    "busy_share_runnable": "lower",
-    "busy_share_gil": "lower",
-    "busy_share_lock": "lower",
-    "busy_share_io": "lower",
-    "runnable_per_core": "lower",
-    "runq_to_oncpu_ratio": "lower",
-    "runnable_threads_p95": "lower",
-    "runq_delay_p50_ms": "lower",
-    "runq_delay_p99_ms": "lower",
-    "ctx_switches_involuntary_per_s": "lower",
-    "involuntary_switch_share": "lower",
-    "migrations_per_s": "lower",
-    "migrations_per_busy_thread_s": "lower",
-    "majflt_per_s": "lower",
-    "rss_growth_mb_per_min": "lower",
-    "oncpu_share_allocator": "lower",
-    "lock_hotspots": "lower",
-    "lock_top_waiters": "lower",
-    "lock_top_wait_s": "lower",
-    "lock_top_share": "lower",
-    "lock_waiters_max": "lower",
-    "gil_waiters_mean": "lower",
-    "gil_waiters_max": "lower",
-}
+#: The metrics that have a better direction (the catalogue's ``better``). The rest (CPU
+#: used, thread counts, memory footprints of a deliberate change) are shown with their delta
+#: but not judged.
+DIRECTIONS: dict[str, str] = {n: d.better for n, d in known_metrics().items() if d.better}
 
 #: Changes smaller than these are ``same``: repeated captures of one unchanged service vary
 #: about +-15% here (docs/playbook.md); shares by about 5 points.
