@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from diagnose.analyse.frames import is_native_frame, split_frame
-from diagnose.analyse.metrics import Analysis
+from diagnose.analyse.model import Analysis
 from diagnose.formats.stacks import Stack, ThreadFrame
 from diagnose.render.model import jsonable
 from diagnose.render.text import plain, plotly_text

@@ -9,7 +9,7 @@ import pytest
 
 from diagnose.analyse.frames import frame_rules
 from diagnose.analyse.load import BundleData
-from diagnose.analyse.metrics import analyse_data
+from diagnose.analyse.pipeline import analyse_data
 from diagnose.analyse.threads import thread_time
 from diagnose.bundle.manifest import Manifest
 from diagnose.bundle.reader import Bundle
