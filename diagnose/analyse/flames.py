@@ -8,7 +8,7 @@ as long as py-spy saw it) and ``waits`` (blocked time by wait class and Python s
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import defaultdict
 
 from diagnose.analyse.model import Context
 from diagnose.formats.stacks import Stack, ThreadFrame
@@ -24,7 +24,7 @@ def wall_and_waits(ctx: Context) -> None:
     iv = data.py_intervals
     if iv is not None and not iv.empty:
         per = (iv["end"] - iv["start"]).groupby([iv["tid"], iv["stack_id"]], sort=False).sum()
-        wall: Counter[Stack] = Counter()
+        wall: dict[Stack, float] = defaultdict(float)
         for (tid, sid), d in zip(per.index, per.to_numpy(), strict=True):
             root = ThreadFrame(int(tid), names.get(int(tid), "")).format()
             wall[(root, *data.py_stacks.get(int(sid), ()))] += float(d)
@@ -32,7 +32,7 @@ def wall_and_waits(ctx: Context) -> None:
     if ctx.threads is None:
         return
     ticks = ctx.threads.intervals
-    off: Counter[Stack] = Counter()
+    off: dict[Stack, float] = defaultdict(float)
     for state in WAIT_VIEWS:
         sel = ticks[ticks[state] > 0]
         per = sel.groupby(["tid", "stack_id"], sort=False)[state].sum()

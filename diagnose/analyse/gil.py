@@ -3,9 +3,9 @@ an address inside ``_PyRuntime``, see analyse/threads.py), and who held it (py-s
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import defaultdict
 
-from diagnose.analyse.model import Context, rounded
+from diagnose.analyse.model import Context, most_common, rounded
 from diagnose.formats.pyspy import parse_raw
 
 
@@ -31,8 +31,8 @@ def gil_holders(ctx: Context) -> None:
     if ctx.data.gil_folded is None:
         return
     m, frames = ctx.metrics, ctx.frames
-    by_thread: Counter[str] = Counter()
-    by_site: Counter[str] = Counter()
+    by_thread: dict[str, float] = defaultdict(float)
+    by_site: dict[str, float] = defaultdict(float)
     total = preprocess = 0.0
     for tid, name, stack, count in parse_raw(ctx.data.gil_folded):
         by_thread[f"{name or 'thread'} ({tid})"] += count
@@ -43,18 +43,18 @@ def gil_holders(ctx: Context) -> None:
     m["gil_held_samples"] = int(total)
     m["gil_holder_preprocess_share"] = rounded(preprocess / total, 3) if total > 0 else 0.0
     if total > 0:
-        t, n = by_thread.most_common(1)[0]
+        t, n = most_common(by_thread, 1)[0]
         m["gil_holder_top"] = t
         m["gil_holder_top_share"] = rounded(n / total, 3)
-        m["gil_holder_top_site"] = by_site.most_common(1)[0][0]
+        m["gil_holder_top_site"] = most_common(by_site, 1)[0][0]
     else:
         m["gil_holder_top"] = ""
         m["gil_holder_top_share"] = 0.0
         m["gil_holder_top_site"] = ""
     extra = ctx.out.extra
     extra["gil_holders"] = (
-        [(k, rounded(v / total, 3)) for k, v in by_thread.most_common(10)] if total else []
+        [(k, rounded(v / total, 3)) for k, v in most_common(by_thread, 10)] if total else []
     )
     extra["gil_sites"] = (
-        [(k, rounded(v / total, 3)) for k, v in by_site.most_common(10)] if total else []
+        [(k, rounded(v / total, 3)) for k, v in most_common(by_site, 10)] if total else []
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from diagnose.analyse.model import Context, rounded
+from diagnose.analyse.model import Context, rounded, series_items
 
 _POOL_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "BLIS_NUM_THREADS",
              "TORCH_NUM_THREADS", "ORT_NUM_THREADS", "TF_NUM_INTRAOP_THREADS")  # fmt: skip
@@ -135,10 +135,10 @@ def cpu_metrics(ctx: Context) -> None:
     keep = set(ts[::step])
     cc = c[c["t"].isin(keep) & c["util"].notna()]
     series["cpus"] = {
-        str(int(cpu)): {"t": grp["t"].round(2).tolist(), "util": grp["util"].round(3).tolist()}
-        for cpu, grp in cc.groupby("cpu")
+        str(cpu): {"t": grp["t"].round(2).tolist(), "util": grp["util"].round(3).tolist()}
+        for cpu, grp in cc.groupby(cc["cpu"].astype(int))
     }
-    series["cpu_mean"] = {str(int(k)): round(float(v), 3) for k, v in per_cpu.items()}
+    series["cpu_mean"] = {str(int(k)): round(float(v), 3) for k, v in series_items(per_cpu)}
 
 
 def _cpu_list(cpus: list[int]) -> str:

@@ -35,8 +35,10 @@ from diagnose.analyse.model import (
     Holder,
     HolderThread,
     Hotspot,
+    most_common,
     ratio,
     rounded,
+    series_items,
 )
 
 
@@ -122,7 +124,7 @@ def _proc_hotspot(
         waiters=grp["tid"].nunique(),
         waiter_threads=[
             {"tid": int(t), "name": data.py_names.get(int(t), ""), "wait_s": rounded(float(s), 3)}
-            for t, s in by_thread.items()
+            for t, s in series_items(by_thread)
         ],
         wait_s=rounded(wait_s, 3),
         share_of_busy=rounded(ratio(wait_s, busy), 4) if busy > 0 else 0.0,
@@ -140,7 +142,7 @@ def _waiter_stacks(waits: pd.DataFrame, data: BundleData, n: int = 3) -> list[di
     top = known.groupby("stack_id")["lock"].sum().sort_values(ascending=False).head(n)
     return [
         {"frames": list(data.py_stacks.get(int(sid), ())), "wait_s": rounded(float(w), 3)}
-        for sid, w in top.items()
+        for sid, w in series_items(top)
     ]
 
 
@@ -268,7 +270,7 @@ def futex_locks(data: BundleData, lk: pd.DataFrame, fx: pd.DataFrame) -> list[Fu
                         "name": data.py_names.get(int(t), ""),
                         "wait_s": rounded(float(w), 4),
                     }
-                    for t, w in by_thread.items()
+                    for t, w in series_items(by_thread)
                 ],
                 holder=measured_holder(data, grp, fx, site),
             )
@@ -312,27 +314,27 @@ def measured_holder(
     threads = Counter(holders.tolist())
     total = sum(sites.values())
     return Holder(
-        site=sites.most_common(1)[0][0] if sites else "",
+        site=most_common(sites, 1)[0][0] if sites else "",
         threads=tuple(
             HolderThread(int(t), data.py_names.get(int(t), ""), c)
             for t, c in threads.most_common(5)
         ),
         measured=True,
         evidence=len(w),
-        sites=tuple((s, rounded(v / total, 3)) for s, v in sites.most_common(5)) if total else (),
+        sites=tuple((s, rounded(v / total, 3)) for s, v in most_common(sites, 5)) if total else (),
     )
 
 
 def sites_in_windows(
     data: BundleData,
-    tids: npt.NDArray[np.int64],
+    tids: npt.NDArray[np.integer[Any]],
     start: npt.NDArray[np.float64],
     end: npt.NDArray[np.float64],
     exclude: str,
-) -> Counter[str]:
+) -> dict[str, float]:
     """Leaf frames of each thread within its time windows, weighted by time (py-spy) or
     by samples (perf on-CPU, when py-spy saw none)."""
-    sites: Counter[str] = Counter()
+    sites: dict[str, float] = defaultdict(float)
     iv = data.py_intervals
     if iv is not None and not iv.empty:
         # py-spy's clock is aligned to the bundle's within a few ms, which is as long as a

@@ -8,10 +8,12 @@ the steps in the order they run.
 
 from __future__ import annotations
 
+import heapq
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from operator import itemgetter
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -199,3 +201,19 @@ def rounded(x: float | None, nd: int = 4) -> float | None:
 
 def ratio(a: float, b: float) -> float | None:
     return None if b <= 0 else a / b
+
+
+K = TypeVar("K", bound=Hashable)
+
+
+def most_common(weights: Mapping[K, float], n: int | None = None) -> list[tuple[K, float]]:
+    """``Counter.most_common`` for weights that are not counts (seconds, CPU time):
+    heaviest first, ties in the order they were first added."""
+    if n is None:
+        return sorted(weights.items(), key=itemgetter(1), reverse=True)
+    return heapq.nlargest(n, weights.items(), key=itemgetter(1))
+
+
+def series_items(s: pd.Series) -> list[tuple[Any, Any]]:
+    """(index, value) pairs of ``s`` as plain Python values."""
+    return list(zip(s.index.tolist(), s.tolist(), strict=True))

@@ -11,7 +11,8 @@ structure, say).
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -19,7 +20,14 @@ import pandas as pd
 from diagnose.analyse.frames import is_native_frame, mixed_stack
 from diagnose.analyse.joins import python_stack_at
 from diagnose.analyse.load import BundleData
-from diagnose.analyse.model import Context, OnCpuSample, ThreadTime, rounded
+from diagnose.analyse.model import (
+    Context,
+    OnCpuSample,
+    ThreadTime,
+    most_common,
+    rounded,
+    series_items,
+)
 from diagnose.formats.stacks import Stack, ThreadFrame
 
 #: on-CPU categories only native frames can reveal: without perf they are not measured
@@ -67,12 +75,12 @@ def oncpu(ctx: Context) -> None:
 def _shares(ctx: Context, total: float, native: bool) -> None:
     m, frames, names = ctx.metrics, ctx.frames, ctx.data.py_names
     by_cat: dict[str, float] = defaultdict(float)
-    leaf_by_cat: dict[str, Counter[str]] = defaultdict(Counter)
-    thread_by_cat: dict[str, Counter[int]] = defaultdict(Counter)
-    stacks_by_cat: dict[str, Counter[Stack]] = defaultdict(Counter)
-    leaf_all: Counter[str] = Counter()
+    leaf_by_cat: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    thread_by_cat: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
+    stacks_by_cat: dict[str, dict[Stack, float]] = defaultdict(lambda: defaultdict(float))
+    leaf_all: dict[str, float] = defaultdict(float)
     native_w = 0.0
-    flame: Counter[Stack] = Counter()
+    flame: dict[Stack, float] = defaultdict(float)
     for s in ctx.oncpu:
         by_cat[s.category] += s.weight
         leaf = s.stack[-1] if s.stack else "?"
@@ -91,24 +99,25 @@ def _shares(ctx: Context, total: float, native: bool) -> None:
     inference = sum(by_cat.get(c, 0.0) for c in INFERENCE_CATEGORIES)
     m["oncpu_share_inference"] = rounded(inference / total, 4)
     m["oncpu_native_share"] = rounded(native_w / total, 4)
-    m["oncpu_top_function"] = leaf_all.most_common(1)[0][0] if leaf_all else ""
-    pre = leaf_by_cat.get("preprocess", Counter())
-    m["preprocess_top_function"] = pre.most_common(1)[0][0] if pre else ""
-    comp: Counter[str] = Counter()
+    m["oncpu_top_function"] = most_common(leaf_all, 1)[0][0] if leaf_all else ""
+    pre = leaf_by_cat.get("preprocess", {})
+    m["preprocess_top_function"] = most_common(pre, 1)[0][0] if pre else ""
+    comp: dict[str, float] = defaultdict(float)
     for c in INFERENCE_CATEGORIES:
-        comp.update(leaf_by_cat.get(c, Counter()))
-    m["compute_top_function"] = comp.most_common(1)[0][0] if comp else ""
-    _preprocess_threads(ctx, thread_by_cat.get("preprocess", Counter()))
+        for leaf, w in leaf_by_cat.get(c, {}).items():
+            comp[leaf] += w
+    m["compute_top_function"] = most_common(comp, 1)[0][0] if comp else ""
+    _preprocess_threads(ctx, thread_by_cat.get("preprocess", {}))
     ctx.out.oncpu = {
         "total_weight": total,
         "native": native,
         "shares": {c: rounded(by_cat.get(c, 0.0) / total, 4) for c in frames.names},
         "top_functions": {
-            c: [(f, rounded(w / total, 4)) for f, w in leaf_by_cat[c].most_common(5)]
+            c: [(f, rounded(w / total, 4)) for f, w in most_common(leaf_by_cat[c], 5)]
             for c in leaf_by_cat
         },
         "top_stacks": {
-            c: [(list(s), rounded(w / total, 4)) for s, w in stacks_by_cat[c].most_common(3)]
+            c: [(list(s), rounded(w / total, 4)) for s, w in most_common(stacks_by_cat[c], 3)]
             for c in stacks_by_cat
         },
         "descriptions": {c.name: c.description for c in frames.categories},
@@ -116,13 +125,13 @@ def _shares(ctx: Context, total: float, native: bool) -> None:
     ctx.out.flames["cpu"] = list(flame.items())
 
 
-def _preprocess_threads(ctx: Context, by_thread: Counter[int]) -> None:
+def _preprocess_threads(ctx: Context, by_thread: Mapping[int, float]) -> None:
     """How serial preprocessing is: the threads that do it, the busiest one's share."""
     m = ctx.metrics
     ptotal = sum(by_thread.values())
     if ptotal > 0:
         m["preprocess_threads"] = sum(1 for v in by_thread.values() if v >= 0.1 * ptotal)
-        top_tid, top_w = by_thread.most_common(1)[0]
+        top_tid, top_w = most_common(by_thread, 1)[0]
         m["preprocess_top_thread_share"] = rounded(top_w / ptotal, 3)
         m["preprocess_top_thread_busy"] = _busy_fraction(ctx.threads, top_tid)
     else:
@@ -194,8 +203,9 @@ def pyspy_samples(data: BundleData) -> list[Sample]:
         parts.append(pd.DataFrame({"tid": tid, "stack_id": grp["stack_id"].to_numpy(), "w": w}))
     if not parts:
         return []
-    weights = pd.concat(parts)
-    weights = weights[weights["w"] > 0].groupby(["tid", "stack_id"])["w"].sum()
+    df = pd.concat(parts)
+    weights = df[df["w"] > 0].groupby(["tid", "stack_id"])["w"].sum()
     return [
-        (int(tid), data.py_stacks.get(int(sid), ()), float(w)) for (tid, sid), w in weights.items()
+        (int(tid), data.py_stacks.get(int(sid), ()), float(w))
+        for (tid, sid), w in series_items(weights)
     ]

@@ -10,7 +10,7 @@ switches, migrations, and off-CPU time by stack.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from typing import Any
 
 import numpy as np
@@ -20,7 +20,7 @@ import pandas as pd
 from diagnose.analyse.frames import mixed_stack, python_leaf, user_leaf
 from diagnose.analyse.joins import map_distinct, python_stack_at
 from diagnose.analyse.load import BundleData
-from diagnose.analyse.model import Context, ratio, rounded
+from diagnose.analyse.model import Context, most_common, ratio, rounded
 from diagnose.formats.stacks import Stack, ThreadFrame
 
 #: Bins of the run-queue delay histograms, in ms.
@@ -144,10 +144,10 @@ def perf_scheduling(ctx: Context) -> None:
         .groupby(off["tid"])
         .sum()
     )
-    counts, _ = np.histogram(np.clip(rq, 0, 999.9), bins=HIST_EDGES_MS) if len(rq) else ([], None)
+    hist = np.histogram(np.clip(rq, 0, 999.9), bins=HIST_EDGES_MS)[0] if len(rq) else None
     ctx.out.series["runq_delay_hist_perf"] = {
         "edges_ms": HIST_EDGES_MS,
-        "counts": [int(c) for c in counts],
+        "counts": [] if hist is None else [int(c) for c in hist],
         "source": "perf",
     }
     # off-CPU time by stack: blocked (not preempted) periods with a known end
@@ -157,16 +157,22 @@ def perf_scheduling(ctx: Context) -> None:
     m["offcpu_top_share"] = top_share
     if flame:
         ctx.out.flames["offcpu"] = flame
+    top = by_tid.sort_values("involuntary", ascending=False).head(50)
     ctx.out.extra.setdefault("perf", {})["sched"] = {
         "window_s": rounded(window, 3),
         "switches_per_thread": [
             {
                 "tid": int(t),
                 "name": data.py_names.get(int(t), ""),
-                "voluntary": int(r.voluntary),
-                "involuntary": int(r.involuntary),
+                "voluntary": int(v),
+                "involuntary": int(i),
             }
-            for t, r in by_tid.sort_values("involuntary", ascending=False).head(50).iterrows()
+            for t, v, i in zip(
+                top.index.tolist(),
+                top["voluntary"].tolist(),
+                top["involuntary"].tolist(),
+                strict=True,
+            )
         ],
         "runq_delay_events": len(rq),
         "offcpu_top_stacks": tops,
@@ -203,13 +209,13 @@ def _offcpu_stacks(
         .groupby(["tid", "sid", "pid", "state"], sort=False)["dur"]
         .agg(["sum", "count"])
     )
-    by_site: Counter[str] = Counter()
-    by_stack: Counter[Stack] = Counter()
+    by_site: dict[str, float] = defaultdict(float)
+    by_stack: dict[Stack, float] = defaultdict(float)
     count: Counter[Stack] = Counter()
-    flame: Counter[Stack] = Counter()
+    flame: dict[Stack, float] = defaultdict(float)
     mixed_of: dict[tuple[int, int], tuple[Stack, str]] = {}
     for (tid, sid, pid_, st), dur, n in zip(
-        groups.index, groups["sum"].to_numpy(), groups["count"].to_numpy(), strict=True
+        groups.index.tolist(), groups["sum"].tolist(), groups["count"].tolist(), strict=True
     ):
         key = (int(sid), int(pid_))
         if key not in mixed_of:
@@ -224,7 +230,7 @@ def _offcpu_stacks(
         root = ThreadFrame(int(tid), data.py_names.get(int(tid), "")).format()
         flame[(root, f"off-CPU ({st})", *mixed)] += float(dur)
     total = sum(by_site.values())
-    site, secs = by_site.most_common(1)[0]
+    site, secs = most_common(by_site, 1)[0]
     tops = [
         {
             "stack": list(s),
@@ -232,6 +238,6 @@ def _offcpu_stacks(
             "share": rounded(w / total, 4),
             "count": count[s],
         }
-        for s, w in by_stack.most_common(10)
+        for s, w in most_common(by_stack, 10)
     ]
     return tops, site, rounded(secs / total, 4) if total > 0 else 0.0, list(flame.items())

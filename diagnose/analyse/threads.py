@@ -60,6 +60,11 @@ _COND_RE = re.compile("|".join(fnmatch.translate(p) for p in CONDITION_FRAMES))
 _DIGITS = re.compile(r"[\d_-]*\d[\d_-]*$")
 
 
+def column(df: pd.DataFrame, name: str, default: object = np.nan) -> pd.Series:
+    """Column ``name`` of ``df``, or ``default`` in every row where the table lacks it."""
+    return df[name] if name in df else pd.Series(default, index=df.index)
+
+
 # --- the steps -----------------------------------------------------------------------------
 
 
@@ -247,8 +252,8 @@ def classify_waits(
     nothing says whether it waits for a lock or for work.
     """
     state = df["state"].astype(str)
-    sc = pd.to_numeric(df.get("syscall"), errors="coerce")
-    addr = _hex_to_float(df.get("arg0", pd.Series("", index=df.index)))
+    sc = pd.to_numeric(column(df, "syscall"), errors="coerce")
+    addr = _hex_to_float(column(df, "arg0", ""))
     futex = sc.isin(calls.futex)
     in_gil = pd.Series(False, index=df.index)
     if gil is not None:
@@ -317,8 +322,8 @@ def _split_interval_time(
 
 def _futex_addr(df: pd.DataFrame, calls: Syscalls) -> pd.Series:
     """The futex address each row's thread was blocked on ("" when not in futex())."""
-    sc = pd.to_numeric(df.get("syscall"), errors="coerce")
-    arg = df.get("arg0", pd.Series("", index=df.index)).astype(str)
+    sc = pd.to_numeric(column(df, "syscall"), errors="coerce")
+    arg = column(df, "arg0", "").astype(str)
     return arg.where(sc.isin(calls.futex), "")
 
 
@@ -358,8 +363,8 @@ def futex_waits(data: BundleData, frames: FrameRules) -> pd.DataFrame | None:
     if fx.empty:
         return fx
     fx["uaddr"] = fx["uaddr"].astype(str)
-    fx["waker"] = pd.to_numeric(fx.get("waker"), errors="coerce")
-    fx["wake_t"] = pd.to_numeric(fx.get("wake_t"), errors="coerce")
+    fx["waker"] = pd.to_numeric(column(fx, "waker"), errors="coerce")
+    fx["wake_t"] = pd.to_numeric(column(fx, "wake_t"), errors="coerce")
     addr = map_distinct(fx["uaddr"], lambda s: int(s, 16) if s.startswith("0x") else -1)
     mid = (fx["t"] + fx["dur"] / 2).to_numpy()
     py_ids = python_stack_at(data.py_intervals, mid, fx["tid"].to_numpy())
@@ -408,30 +413,33 @@ def move_native_mutex_waits(iv: pd.DataFrame, fx: pd.DataFrame, native_tids: set
     moved = float(iv.loc[at_mutex, "idle"].sum())
     iv.loc[at_mutex, "lock"] += iv.loc[at_mutex, "idle"]
     iv.loc[at_mutex, "idle"] = 0.0
-    for tid, waits in mtx.groupby("tid"):
-        moved += _move_overlap(iv, int(tid), waits)
+    for tid in sorted(mtx["tid"].unique().tolist()):
+        moved += _move_overlap(iv, tid, mtx[mtx["tid"] == tid])
     return moved
 
 
 def _move_overlap(iv: pd.DataFrame, tid: int, waits: pd.DataFrame) -> float:
     """Move idle time of ``tid``'s intervals that overlaps its mutex ``waits`` to lock."""
-    s = waits["t"].to_numpy()
-    e = s + waits["dur"].to_numpy()
+    s = waits["t"].to_numpy(dtype=float)
+    e = s + waits["dur"].to_numpy(dtype=float)
     order = np.argsort(s)
     s, e = s[order], e[order]
+    t, dt = iv["t"].to_numpy(dtype=float), iv["dt"].to_numpy(dtype=float)
+    idle, lock = iv["idle"].to_numpy(dtype=float).copy(), iv["lock"].to_numpy(dtype=float).copy()
     moved = 0.0
-    for idx in iv.index[(iv["tid"] == tid) & (iv["idle"] > 0)]:
-        b = float(iv.at[idx, "t"])
-        a0 = b - float(iv.at[idx, "dt"])
+    for i in np.flatnonzero(((iv["tid"] == tid) & (iv["idle"] > 0)).to_numpy()):
+        b = float(t[i])
+        a0 = b - float(dt[i])
         lo, hi = int(np.searchsorted(e, a0)), int(np.searchsorted(s, b))
         if hi <= lo:
             continue
         overlap = float(np.clip(np.minimum(e[lo:hi], b) - np.maximum(s[lo:hi], a0), 0, None).sum())
-        shift = min(overlap, float(iv.at[idx, "idle"]))
+        shift = min(overlap, float(idle[i]))
         if shift > 0:
-            iv.at[idx, "idle"] -= shift
-            iv.at[idx, "lock"] += shift
+            idle[i] -= shift
+            lock[i] += shift
             moved += shift
+    iv["idle"], iv["lock"] = idle, lock
     return moved
 
 
