@@ -388,11 +388,9 @@ def _native_locks(ctx: Context, fx: pd.DataFrame, perf: list[FutexLock]) -> None
     hotspots = [
         _perf_hotspot(d, fx, busy) for d in perf if waiters.get(d.address, set()) & native_tids
     ]
-    if hotspots:
+    if hotspots or native_tids:
         ctx.hotspots = hotspots
         m.update(top_lock_metrics(hotspots))
-    elif native_tids:
-        m.update(lock_hotspots=0, lock_top_waiters=0, lock_top_wait_s=0.0, lock_top_share=0.0)
 
 
 def _perf_hotspot(d: FutexLock, fx: pd.DataFrame, busy: float) -> Hotspot:
