@@ -27,7 +27,7 @@ from typing import Any
 
 from diagnose import __version__
 from diagnose.analyse.registry import known_metrics
-from diagnose.formats.stacks import ThreadFrame
+from diagnose.formats.stacks import Stack, ThreadFrame
 from diagnose.report import Diagnosis, diagnose, output_paths, write_text
 from diagnose.verdict.template import format_value
 
@@ -242,10 +242,8 @@ def normalise_frame(frame: str) -> str:
     return _LINE.sub(")", frame)
 
 
-def scaled_stacks(
-    flame: Iterable[tuple[Sequence[str], float]], scale: float
-) -> Counter[tuple[str, ...]]:
-    out: Counter[tuple[str, ...]] = Counter()
+def scaled_stacks(flame: Iterable[tuple[Sequence[str], float]], scale: float) -> Counter[Stack]:
+    out: Counter[Stack] = Counter()
     for stack, weight in flame:
         out[tuple(normalise_frame(f) for f in stack)] += float(weight) * scale
     return out
@@ -262,8 +260,8 @@ def _flame_scale(view: str, flame: list[tuple[Any, float]], metrics: Mapping[str
 
 
 def diff_tree(
-    before: Mapping[tuple[str, ...], float],
-    after: Mapping[tuple[str, ...], float],
+    before: Mapping[Stack, float],
+    after: Mapping[Stack, float],
     max_nodes: int = MAX_NODES,
     min_share: float = MIN_NODE_SHARE,
 ) -> dict[str, list[Any]]:
@@ -274,7 +272,7 @@ def diff_tree(
     than its children; ``before``/``after`` are the node's inclusive values. The biggest
     ``max_nodes`` nodes are kept (a parent is never smaller, so the tree stays whole).
     """
-    nodes: dict[tuple[str, ...], list[float]] = {}
+    nodes: dict[Stack, list[float]] = {}
     for stack in before.keys() | after.keys():
         b, a = before.get(stack, 0.0), after.get(stack, 0.0)
         size = max(a, b)
@@ -334,8 +332,8 @@ def _parents_cover_children(cols: dict[str, list[Any]]) -> None:
 
 
 def hot_and_cold(
-    before: Mapping[tuple[str, ...], float],
-    after: Mapping[tuple[str, ...], float],
+    before: Mapping[Stack, float],
+    after: Mapping[Stack, float],
     top: int = TOP_STACKS,
 ) -> dict[str, list[dict[str, Any]]]:
     """The stacks whose value rose most (hotter) and fell most (colder)."""

@@ -18,6 +18,8 @@ from diagnose.errors import BadBundle
 from diagnose.formats.stacks import Stack
 
 StackTable = dict[int, Stack]  # stack_id -> frames, root first
+#: the columns of every stacks.csv (python/, native/, sched/)
+STACK_COLUMNS = ["stack_id", "frames"]
 
 
 @dataclass(frozen=True)
@@ -172,9 +174,7 @@ def _pyspy(
             ["tid", "start", "end", "stack_id"],
             {"tid": "int", "start": "float", "end": "float", "stack_id": "int"},
         )
-        stacks = stack_table(
-            bundle.table("python/stacks.csv", ["stack_id", "frames"], {"stack_id": "int"})
-        )
+        stacks = stack_table(bundle.table("python/stacks.csv", STACK_COLUMNS, {"stack_id": "int"}))
         if bundle.has("python/threads.csv"):
             df = bundle.table("python/threads.csv", ["tid"], {"tid": "int"})
             names = {
@@ -197,9 +197,7 @@ def _perf(bundle: Bundle, missing: dict[str, str]) -> tuple[pd.DataFrame | None,
             ["t", "tid", "stack_id"],
             {"t": "float", "tid": "int", "stack_id": "int"},
         )
-        stacks = stack_table(
-            bundle.table("native/stacks.csv", ["stack_id", "frames"], {"stack_id": "int"})
-        )
+        stacks = stack_table(bundle.table("native/stacks.csv", STACK_COLUMNS, {"stack_id": "int"}))
     except BadBundle as exc:
         missing["perf"] = str(exc)
         return None, {}
@@ -224,7 +222,7 @@ def _perf_sched(
             missing.setdefault("perf_sched", str(exc))
             return None
 
-    stacks = table("sched/stacks.csv", ["stack_id", "frames"], {"stack_id": "int"})
+    stacks = table("sched/stacks.csv", STACK_COLUMNS, {"stack_id": "int"})
     offcpu = table(
         "sched/offcpu.csv",
         ["t", "tid", "state", "stack_id"],
