@@ -207,8 +207,10 @@ def _perf(bundle: Bundle, missing: dict[str, str]) -> tuple[pd.DataFrame | None,
 def _perf_sched(
     bundle: Bundle, missing: dict[str, str]
 ) -> tuple[pd.DataFrame | None, pd.DataFrame | None, StackTable]:
-    """perf's scheduler and futex tables. Every column read from them is required, so an
-    empty or foreign table is missing (the first such problem is the reason)."""
+    """perf's scheduler and futex tables. Every column read from them must be there, so an
+    empty or foreign table is missing (the first such problem is the reason); a row needs
+    values in ``cols`` only (an off-CPU period whose wakeup perf did not see has no
+    run-queue delay, and is still a switch and off-CPU time)."""
     if not bundle.usable("perf_sched"):
         missing["perf_sched"] = collector_reason(bundle, "perf_sched")
         return None, None, {}
@@ -217,10 +219,15 @@ def _perf_sched(
         if not bundle.has(rel):
             return None
         try:
-            return bundle.table(rel, list(dict.fromkeys([*cols, *dtypes])), dtypes)
+            df = bundle.table(rel, cols, dtypes)
         except BadBundle as exc:
             missing.setdefault("perf_sched", str(exc))
             return None
+        absent = [c for c in dtypes if c not in df.columns]
+        if absent:
+            missing.setdefault("perf_sched", f"{rel} lacks column(s) {', '.join(absent)}")
+            return None
+        return df
 
     stacks = table("sched/stacks.csv", STACK_COLUMNS, {"stack_id": "int"})
     offcpu = table(
