@@ -42,9 +42,6 @@ class BundleData:
     c2c: dict[str, Any] | None = None  # c2c/lines.json
     perf_stat: str | None = None  # native/perf-stat.csv
 
-    def reason(self, source: str) -> str:
-        return self.missing.get(source, "")
-
     @property
     def machine(self) -> str:
         """The machine the bundle was recorded on (``uname -m``): see analyse/arch.py."""

@@ -35,6 +35,7 @@ from diagnose.analyse.model import (
     Holder,
     HolderThread,
     Hotspot,
+    ThreadTime,
     most_common,
     ratio,
     rounded,
@@ -186,6 +187,27 @@ def inferred_holder(
 # --- from perf's futex tracepoints ---------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class FutexLock:
+    """A lock address two or more threads waited on, as perf's futex tracepoints saw it."""
+
+    address: str
+    waiters: int
+    waits: int
+    wait_s: float | None
+    blocked_waits: int | None  # waits that really slept (the rest found the lock free)
+    site: str  # the waiters' most common leaf Python frame, else native frame
+    sites: list[tuple[str, int]]
+    native_sites: list[tuple[str, int]]
+    waiter_threads: list[dict[str, Any]]
+    holder: Holder | None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["holder"] = self.holder.to_dict() if self.holder else None
+        return out
+
+
 def perf_locks(ctx: Context) -> None:
     """Step: futex wait time by lock address with measured holders, native threads' mutex
     waits, and the holder source of the top hot spot."""
@@ -193,7 +215,7 @@ def perf_locks(ctx: Context) -> None:
     if fx is not None:
         perf = _futex_metrics(ctx, fx)
         if ctx.threads is not None and not fx.empty:
-            _native_locks(ctx, fx, perf)
+            _native_locks(ctx, ctx.threads, fx, perf)
         _attach_measured(ctx.hotspots, perf)
     if ctx.hotspots:
         ctx.metrics.update(top_lock_metrics(ctx.hotspots))
@@ -220,27 +242,6 @@ def _futex_metrics(ctx: Context, fx: pd.DataFrame) -> list[FutexLock]:
     m["futex_top_holder"] = top.holder.thread if top and top.holder else ""
     m["futex_top_holder_site"] = top.holder.site if top and top.holder else ""
     return locks
-
-
-@dataclass(frozen=True)
-class FutexLock:
-    """A lock address two or more threads waited on, as perf's futex tracepoints saw it."""
-
-    address: str
-    waiters: int
-    waits: int
-    wait_s: float | None
-    blocked_waits: int | None  # waits that really slept (the rest found the lock free)
-    site: str  # the waiters' most common leaf Python frame, else native frame
-    sites: list[tuple[str, int]]
-    native_sites: list[tuple[str, int]]
-    waiter_threads: list[dict[str, Any]]
-    holder: Holder | None
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
-        out["holder"] = self.holder.to_dict() if self.holder else None
-        return out
 
 
 def futex_locks(data: BundleData, lk: pd.DataFrame, fx: pd.DataFrame) -> list[FutexLock]:
@@ -372,11 +373,9 @@ def sites_in_windows(
     return sites
 
 
-def _native_locks(ctx: Context, fx: pd.DataFrame, perf: list[FutexLock]) -> None:
+def _native_locks(ctx: Context, tt: ThreadTime, fx: pd.DataFrame, perf: list[FutexLock]) -> None:
     """Native threads' mutex waits (moved from idle to lock by the thread-state step): their
     share of busy time, and, for a target without Python stacks, the hot spots themselves."""
-    tt = ctx.threads
-    assert tt is not None
     m, iv = ctx.metrics, tt.intervals
     busy = float(sum(iv[s].sum() for s in BUSY_STATES))
     m["native_lock_wait_share"] = rounded(tt.native_mutex_s / busy, 4) if busy > 0 else 0.0
