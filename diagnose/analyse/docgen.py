@@ -48,10 +48,13 @@ takes the wait class observed at the tick:
 | state | observed as |
 |---|---|
 | `gil` | blocked in `futex()` on an address inside the interpreter's `_PyRuntime` symbol, where CPython keeps the GIL |
-| `lock` | any other `futex()` wait of a Python thread whose leaf Python frame is not a queue/condition/event wait (`rules/frames.toml` `[waits]`), e.g. `with MODEL_LOCK:` or a semaphore |
+| `lock` | any other `futex()` wait of a Python thread whose leaf Python frame is not a queue/condition/event wait (`rules/frames.toml` `[waits]`), e.g. `with MODEL_LOCK:` or a semaphore; and a native thread's wait that perf's futex stacks show in a mutex (`__lll_lock_wait`, `pthread_mutex_lock`) |
 | `io` | uninterruptible sleep (disk), blocked in read/write/recv/send/connect, or waiting inside an HTTP/database client frame |
-| `idle` | sleeping, waiting for work (queue, condition, event, accept, epoll without an I/O frame); futex waits of native threads (pools parked between jobs) |
+| `idle` | sleeping, waiting for work (queue, condition, event, accept, epoll without an I/O frame); the other futex waits of native threads (pools parked between jobs) |
 | `other` | stopped, or blocked in a call diagnose does not classify |
+
+All of it is settled before any metric is computed, so every share below is over the
+same totals.
 
 **Busy time** is running + runnable + gil + lock + io: the time threads wanted to make
 progress. Shares named `busy_share_*` are fractions of it, so a hundred idle threads do not
