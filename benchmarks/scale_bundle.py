@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from diagnose.formats.stacks import ThreadFrame
 
 TID_STEP = 1 << 22  # 4194304, the kernel's largest pid_max: no real thread id reaches it
 
@@ -137,13 +138,13 @@ def _scale_folded(text: str, k: int, m: int) -> str:
     out = []
     for line in text.splitlines():
         head, _, count = line.rpartition(" ")
-        match = re.match(r"thread \((\d+)\)", head)
-        if not match or not count.isdigit():
+        root, sep, frames = head.partition(";")
+        thread = ThreadFrame.parse(root)
+        if thread is None or not count.isdigit():
             continue
-        tid = int(match.group(1))
         for j in range(m):
-            new_head = head.replace(f"thread ({tid})", f"thread ({tid + j * TID_STEP})", 1)
-            out.append(f"{new_head} {int(count) * k}")
+            copy = ThreadFrame(thread.tid + j * TID_STEP, thread.name).format()
+            out.append(f"{copy}{sep}{frames} {int(count) * k}")
     return "\n".join(out) + ("\n" if out else "")
 
 

@@ -27,39 +27,16 @@ from typing import Any
 
 from diagnose import __version__
 from diagnose.analyse.registry import known_metrics
+from diagnose.formats.stacks import Stack, ThreadFrame
 from diagnose.report import Diagnosis, diagnose, output_paths, write_text
 from diagnose.verdict.template import format_value
 
 COMPARE_SCHEMA = "diagnose.compare/1"
 
-#: The metrics that have a better direction. The rest (CPU used, thread counts, memory
-#: footprints of a deliberate change) are shown with their delta but not judged.
-DIRECTIONS: dict[str, str] = {
-    "busy_share_running": "higher",
-    "busy_share_runnable": "lower",
-    "busy_share_gil": "lower",
-    "busy_share_lock": "lower",
-    "busy_share_io": "lower",
-    "runnable_per_core": "lower",
-    "runq_to_oncpu_ratio": "lower",
-    "runnable_threads_p95": "lower",
-    "runq_delay_p50_ms": "lower",
-    "runq_delay_p99_ms": "lower",
-    "ctx_switches_involuntary_per_s": "lower",
-    "involuntary_switch_share": "lower",
-    "migrations_per_s": "lower",
-    "migrations_per_busy_thread_s": "lower",
-    "majflt_per_s": "lower",
-    "rss_growth_mb_per_min": "lower",
-    "oncpu_share_allocator": "lower",
-    "lock_hotspots": "lower",
-    "lock_top_waiters": "lower",
-    "lock_top_wait_s": "lower",
-    "lock_top_share": "lower",
-    "lock_waiters_max": "lower",
-    "gil_waiters_mean": "lower",
-    "gil_waiters_max": "lower",
-}
+#: The metrics that have a better direction (the catalogue's ``better``). The rest (CPU
+#: used, thread counts, memory footprints of a deliberate change) are shown with their delta
+#: but not judged.
+DIRECTIONS: dict[str, str] = {n: d.better for n, d in known_metrics().items() if d.better}
 
 #: Changes smaller than these are ``same``: repeated captures of one unchanged service vary
 #: about +-15% here (docs/playbook.md); shares by about 5 points.
@@ -251,7 +228,6 @@ def verdict_change(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[
 
 # --- differential flame graphs -------------------------------------------------------------
 
-_THREAD = re.compile(r"^thread \((\d+)\): ?(.*)$")
 _LINE = re.compile(r":\d+\)$")
 
 
@@ -259,17 +235,15 @@ def normalise_frame(frame: str) -> str:
     """Make frames of two captures meet: thread IDs and numbers in thread names go (the
     runs have other TIDs and may have more threads), and so do line numbers (the change
     under test may have moved the code)."""
-    m = _THREAD.match(frame)
-    if m:
-        name = re.sub(r"\d+", "N", m.group(2)) or "(unnamed)"
+    thread = ThreadFrame.parse(frame)
+    if thread is not None:
+        name = re.sub(r"\d+", "N", thread.name) or "(unnamed)"
         return f"thread: {name}"
     return _LINE.sub(")", frame)
 
 
-def scaled_stacks(
-    flame: Iterable[tuple[Sequence[str], float]], scale: float
-) -> Counter[tuple[str, ...]]:
-    out: Counter[tuple[str, ...]] = Counter()
+def scaled_stacks(flame: Iterable[tuple[Sequence[str], float]], scale: float) -> Counter[Stack]:
+    out: Counter[Stack] = Counter()
     for stack, weight in flame:
         out[tuple(normalise_frame(f) for f in stack)] += float(weight) * scale
     return out
@@ -286,8 +260,8 @@ def _flame_scale(view: str, flame: list[tuple[Any, float]], metrics: Mapping[str
 
 
 def diff_tree(
-    before: Mapping[tuple[str, ...], float],
-    after: Mapping[tuple[str, ...], float],
+    before: Mapping[Stack, float],
+    after: Mapping[Stack, float],
     max_nodes: int = MAX_NODES,
     min_share: float = MIN_NODE_SHARE,
 ) -> dict[str, list[Any]]:
@@ -298,7 +272,7 @@ def diff_tree(
     than its children; ``before``/``after`` are the node's inclusive values. The biggest
     ``max_nodes`` nodes are kept (a parent is never smaller, so the tree stays whole).
     """
-    nodes: dict[tuple[str, ...], list[float]] = {}
+    nodes: dict[Stack, list[float]] = {}
     for stack in before.keys() | after.keys():
         b, a = before.get(stack, 0.0), after.get(stack, 0.0)
         size = max(a, b)
@@ -358,8 +332,8 @@ def _parents_cover_children(cols: dict[str, list[Any]]) -> None:
 
 
 def hot_and_cold(
-    before: Mapping[tuple[str, ...], float],
-    after: Mapping[tuple[str, ...], float],
+    before: Mapping[Stack, float],
+    after: Mapping[Stack, float],
     top: int = TOP_STACKS,
 ) -> dict[str, list[dict[str, Any]]]:
     """The stacks whose value rose most (hotter) and fell most (colder)."""

@@ -1,5 +1,6 @@
 """Analysis: from a bundle to named metrics and the tables a report draws. Pure: it reads
-the bundle only, never the live target, so a bundle can be analysed anywhere."""
+the bundle only, never the live target nor the host it runs on, so a bundle can be
+analysed anywhere. docs/design.md describes the layout; pipeline.py lists the steps."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from pathlib import Path
 
 from diagnose.analyse.frames import frame_rules
 from diagnose.analyse.load import load
-from diagnose.analyse.metrics import Analysis, analyse_data
+from diagnose.analyse.model import Analysis
+from diagnose.analyse.pipeline import analyse_data
 from diagnose.bundle.reader import Bundle
 
 

@@ -25,7 +25,7 @@ the CPU time spent in instructions that access the line. It says where the time 
 how much of it the coherence traffic costs (that needs a PMU: perf c2c).
 
 :func:`analyse_lines` is the pure function (records in, metrics and table out);
-:func:`analyse_false_sharing` reads the bundle and is the analysis's hook.
+:func:`shared_lines` is the analysis step.
 """
 
 from __future__ import annotations
@@ -36,9 +36,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import diagnose.analyse.perf_metrics  # noqa: F401 - registers the core and perf metrics first
-from diagnose.analyse.registry import metric
-from diagnose.errors import BadBundle
+from diagnose.analyse.model import Context
 from diagnose.formats import x86
 from diagnose.formats.perf_regs import ADDRESS_REGS
 
@@ -48,80 +46,6 @@ MIN_WRITER_FRACTION = 0.05
 MAX_LINES = 20  # lines in the report table, per kind
 
 SRC = "false_sharing"
-metric(
-    "false_sharing_lines",
-    "lines",
-    SRC,
-    "Cache lines that two or more threads write, with a field (overlapping writes merged) written by some of them and not the others, from the addresses the sampled instructions write: false-sharing candidates.",
-)
-metric(
-    "false_sharing_share",
-    "share",
-    SRC,
-    "Samples whose instruction accesses one of those lines / all the process's cpu-clock samples in this recording (user and kernel).",
-)
-metric(
-    "false_sharing_top_line",
-    "text",
-    SRC,
-    "The false-sharing candidate with most samples (its 64-byte line address).",
-    "text",
-)
-metric("false_sharing_top_share", "share", SRC, "Its share of the process's samples.")
-metric(
-    "false_sharing_top_offsets",
-    "offsets",
-    SRC,
-    "Distinct fields (non-overlapping offset ranges) written in that line.",
-)
-metric("false_sharing_top_threads", "threads", SRC, "Threads that write that line (its writers).")
-metric(
-    "false_sharing_top_site",
-    "text",
-    SRC,
-    "The instruction that writes it most, with its function and source line where debug info exists.",
-    "text",
-)
-metric(
-    "true_sharing_lines",
-    "lines",
-    SRC,
-    "Cache lines with one address (overlapping fields) written by two or more threads: a hot shared atomic counter or lock word.",
-)
-metric(
-    "true_sharing_share",
-    "share",
-    SRC,
-    "Samples whose instruction accesses one of those lines / all the process's samples.",
-)
-metric(
-    "true_sharing_top_address",
-    "text",
-    SRC,
-    "The address written by several threads on the true-sharing line with most samples.",
-    "text",
-)
-metric("true_sharing_top_share", "share", SRC, "That line's share of the process's samples.")
-metric("true_sharing_top_threads", "threads", SRC, "Threads that write that address.")
-metric(
-    "true_sharing_top_site",
-    "text",
-    SRC,
-    "The instruction that writes it most, with its function and source line.",
-    "text",
-)
-metric(
-    "false_sharing_coverage",
-    "share",
-    SRC,
-    "Of the user-space samples whose instructions (at the IP or the one before) write memory, the share whose written address could be computed (the rest: base register overwritten, thread-local or vector addressing, code not readable).",
-)
-metric(
-    "false_sharing_c2c_agrees",
-    "bool",
-    f"{SRC},c2c",
-    "Where perf c2c also ran: 1 when the line found here is among c2c's contended lines, 0 when not.",
-)
 
 
 @dataclass(frozen=True)
@@ -352,7 +276,8 @@ def analyse_lines(
         m["true_sharing_top_site"] = site_label(shared["sites"][0])
     writing = outcome["resolved"] + outcome["unresolved"]
     m["false_sharing_coverage"] = _share(outcome["resolved"], writing) if writing else None
-    top = (false or true or [None])[0]
+    found = false or true
+    top = found[0] if found else None
     m["false_sharing_c2c_agrees"] = (
         None if c2c is None or top is None else int(top["c2c_contended"] is True)
     )
@@ -389,8 +314,9 @@ def _describe(
                 samples += n
         sites = []
         for addr, n in by_insn.most_common(3):
-            info, insn = insn_at.get(addr, (None, None))
-            sites.append(_site(info, insn, addr) | {"samples": n})
+            kept = insn_at.get(addr)
+            info, decoded = kept if kept else (None, None)
+            sites.append(_site(info, decoded, addr) | {"samples": n})
         fields.append(
             {
                 "offset": lo,
@@ -482,15 +408,12 @@ def load_code(doc: Any) -> tuple[dict[int, CodeInfo], dict[int, str]]:
     return code, names
 
 
-def _c2c_lines(bundle: Any) -> list[int] | None:
-    if not bundle.usable("c2c") or not bundle.has("c2c/lines.json"):
-        return None
-    try:
-        rep = bundle.json("c2c/lines.json")
-    except BadBundle:
+def c2c_lines(rep: Any) -> list[int] | None:
+    """The 64-byte lines perf c2c found contended (HITM > 0), from ``c2c/lines.json``."""
+    if not isinstance(rep, dict):
         return None
     out = []
-    for ln in (rep or {}).get("lines", []) if isinstance(rep, dict) else []:
+    for ln in rep.get("lines", []) or []:
         try:
             if isinstance(ln, dict) and (ln.get("hitm") or 0) > 0:
                 out.append(int(str(ln.get("address")), 16) & ~(LINE - 1))
@@ -499,34 +422,18 @@ def _c2c_lines(bundle: Any) -> list[int] | None:
     return out
 
 
-def analyse_false_sharing(data: Any, frames: Any, a: Any) -> None:
-    """The analysis hook: ``(BundleData, FrameRules, Analysis) -> None``; adds the metrics
-    above and ``a.extra["false_sharing"]`` (the report's table)."""
-    b = data.bundle
-    if not b.usable(SRC):
-        rec = b.collector(SRC)
-        data.missing.setdefault(
-            SRC, f"{SRC} {rec.status.value}" + (f": {rec.reason}" if rec.reason else "")
-        )
+def shared_lines(ctx: Context) -> None:
+    """Step: cache lines several threads write, from sampled registers (the
+    ``false_sharing`` collector); adds the ``false_sharing_*``/``true_sharing_*`` metrics and
+    ``extra["false_sharing"]`` (the report's table), cross-checked with perf c2c."""
+    data = ctx.data
+    if data.fs_samples is None or data.fs_code is None:
         return
-    for rel in ("false_sharing/samples.csv", "false_sharing/code.json"):
-        try:
-            if rel.endswith(".csv"):
-                df = b.table(rel, ["tid", "ip", "samples"])
-            else:
-                code, names = load_code(b.json(rel))
-        except BadBundle as exc:
-            why = str(exc)
-            data.missing[SRC] = why if rel in why else f"{rel}: {why}"
-            return
-    missing = x86.available()
-    if missing:
-        data.missing[SRC] = f"cannot decode the recorded code: {missing}"
-        return
-    df = df.astype(object).where(df.notna(), None)
-    rows = load_rows(df.to_dict("records"))
+    code, names = load_code(data.fs_code)
+    df = data.fs_samples.astype(object).where(data.fs_samples.notna(), None)
+    rows = load_rows({str(k): v for k, v in r.items()} for r in df.to_dict("records"))
     # Python threads: py-spy's names ("worker-0") say more than the kernel's ("python")
-    names |= {tid: n for tid, n in (getattr(data, "py_names", None) or {}).items() if n}
-    m, table = analyse_lines(rows, code, names, _c2c_lines(b))
-    a.metrics.update(m)
-    a.extra[SRC] = table
+    names |= {tid: n for tid, n in data.py_names.items() if n}
+    m, table = analyse_lines(rows, code, names, c2c_lines(data.c2c))
+    ctx.metrics.update(m)
+    ctx.out.extra[SRC] = table

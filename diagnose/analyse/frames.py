@@ -1,7 +1,9 @@
-"""Frame categories (rules/frames.toml): which code a stack sample is in.
+"""Frames: what a frame's text says, and which code a stack is in (rules/frames.toml).
 
-Patterns are globs, compiled once into one regular expression per category and key;
-stacks are categorised once per distinct stack, so the cost does not grow with samples.
+A Python frame (py-spy) reads ``name (file:line)``, a native one (perf) ``symbol
+(library)``; stacks are tuples of frames, root first. Category patterns are globs, compiled
+once into one regular expression per category and key; stacks are categorised once per
+distinct stack, so the cost does not grow with samples.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from diagnose.errors import BadRules
+from diagnose.formats.stacks import Stack
 from diagnose.resources import rules_dir
 from diagnose.tomlfile import TomlFile
 
@@ -37,6 +40,15 @@ def split_frame(frame: str) -> tuple[str, str]:
     return m.group("name"), file
 
 
+def frame_line(frame: str) -> int | None:
+    """The line number of a Python frame ``name (file:line)``, None without one."""
+    m = _FRAME.match(frame)
+    if not m:
+        return None
+    _, sep, tail = m.group("file").rpartition(":")
+    return int(tail) if sep and tail.isdigit() else None
+
+
 def is_native_frame(frame: str) -> bool:
     """Native frames (perf) name a library with no line number; Python frames end :LINE)."""
     m = _FRAME.match(frame)
@@ -44,6 +56,64 @@ def is_native_frame(frame: str) -> bool:
         return False
     file = m.group("file")
     return not re.search(r":\d+$", file) and not file.endswith(".py")
+
+
+def python_leaf(stack: Stack) -> str:
+    """The leaf-most Python frame ("" if none)."""
+    for frame in reversed(stack):
+        if not is_native_frame(frame):
+            return frame
+    return ""
+
+
+#: perf's name for the kernel's frames
+KERNEL = "[kernel.kallsyms]"
+
+
+def user_leaf(stack: Stack) -> str:
+    """The leaf-most frame outside the kernel ("" if none)."""
+    for f in reversed(stack):
+        if not f.endswith(f"({KERNEL})"):
+            return f
+    return ""
+
+
+_INTERP = re.compile(
+    r"(libpython|/python\d|_PyEval|PyEval_|_PyObject_|PyObject_Call|_PyFunction_|method_vectorcall|cfunction_|vectorcall)",
+    re.I,
+)
+
+
+def mixed_stack(py: Stack, native: Stack) -> Stack:
+    """Python frames, then the native frames below the interpreter's last frame."""
+    if not py:
+        return native
+    cut = 0
+    for i, f in enumerate(native):
+        name, file = split_frame(f)
+        if _INTERP.search(file) or _INTERP.search(name):
+            cut = i + 1
+    return py + native[cut:]
+
+
+def inside_region(stack: Stack, wait_site: str) -> bool:
+    """Does ``stack`` run inside the region a lock guards, as seen from where its waiters
+    wait (``wait_site``, their leaf Python frame: the ``with lock:`` line)?
+
+    The one rule, for inferred and measured holders alike: some frame of ``stack`` is in
+    the waiters' function (same name and file) at a later line than theirs, i.e. in the
+    body of ``with lock:``. A frame or a wait site without a line number cannot be placed
+    and is not inside."""
+    name, file = split_frame(wait_site)
+    line = frame_line(wait_site)
+    if line is None:
+        return False
+    for frame in stack:
+        if split_frame(frame) == (name, file):
+            at = frame_line(frame)
+            if at is not None and at > line:
+                return True
+    return False
 
 
 @dataclass
@@ -133,7 +203,7 @@ class FrameRules:
         self._stage = [c for c in categories if c.kind == "stage"]
         self._kernel = [c for c in categories if c.kind == "kernel"]
         self._model = [c for c in categories if c.kind == "model"]
-        self._cache: dict[tuple[str, ...], str] = {}
+        self._cache: dict[Stack, str] = {}
         self._wait_cache: dict[str, str | None] = {}
 
     @property
@@ -141,7 +211,7 @@ class FrameRules:
         out = [c.name for c in self.categories]
         return [*out, "other"]
 
-    def categorize(self, stack: tuple[str, ...]) -> str:
+    def categorize(self, stack: Stack) -> str:
         """The category of one on-CPU stack sample (root first). See frames.toml."""
         hit = self._cache.get(stack)
         if hit is not None:

@@ -1,4 +1,4 @@
-"""Thread-time accounting: where each thread's wall time went, tick by tick.
+"""Thread states: where each thread's wall time went, tick by tick.
 
 Between two ticks of the /proc sampler a thread's time is split with the kernel's own
 counters (schedstat): ``running`` = on-CPU time, ``runnable`` = time on a run queue waiting
@@ -8,152 +8,153 @@ tick before, when the thread was runnable at the end):
 - ``gil``: blocked in futex() on an address inside the interpreter's ``_PyRuntime``, where
   CPython keeps the GIL;
 - ``lock``: any other futex wait of a Python thread whose leaf frame is not a queue,
-  condition or event wait (rules/frames.toml ``[waits]``), e.g. ``with MODEL_LOCK:``;
+  condition or event wait (rules/frames.toml ``[waits]``), e.g. ``with MODEL_LOCK:``; and a
+  futex wait of a native thread that perf saw waiting for a mutex;
 - ``io``: uninterruptible sleep (disk), socket/pipe/file reads and writes, or a wait whose
   leaf frame is in an HTTP/database client;
 - ``idle``: sleeping, waiting for work (queue, condition, event, accept, epoll with no
-  I/O frame), and futex waits of native threads (thread pools parked between jobs);
+  I/O frame), and the other futex waits of native threads (pools parked between jobs);
 - ``other``: stopped, or blocked in a call we do not classify.
+
+All of it, the native mutex waits included, is settled by :func:`thread_time` before any
+metric is computed, so every metric is a share of the same totals.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import re
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from diagnose.analyse.frames import FrameRules, is_native_frame
-from diagnose.analyse.load import BundleData, map_distinct
-from diagnose.collect.procfs import syscall_table
+from diagnose.analyse.arch import Syscalls
+from diagnose.analyse.frames import FrameRules, python_leaf, user_leaf
+from diagnose.analyse.joins import map_distinct, python_stack_at
+from diagnose.analyse.load import BundleData
+from diagnose.analyse.model import BUSY_STATES, STATES, Context, ThreadTime, ratio, rounded
 
-STATES = ("running", "runnable", "gil", "lock", "io", "idle", "other")
-BUSY_STATES = ("running", "runnable", "gil", "lock", "io")
-
-_NAMES = syscall_table()
-_BY_NAME = {v: k for k, v in _NAMES.items()}
-
-
-def _nrs(*names: str) -> list[int]:
-    return [_BY_NAME[n] for n in names if n in _BY_NAME]
-
-
-FUTEX = _nrs("futex", "futex_wait", "futex_waitv")
-IO_CALLS = _nrs(
-    "read", "write", "pread64", "pwrite64", "readv", "writev", "connect", "sendto",
-    "recvfrom", "sendmsg", "recvmsg", "recvmmsg", "sendmmsg",
-)  # fmt: skip
-POLL_CALLS = _nrs(
-    "poll", "ppoll", "select", "pselect6", "epoll_wait", "epoll_pwait", "epoll_pwait2"
+#: Native leaf frames (glibc, musl, libstdc++) of a thread blocked acquiring a mutex.
+MUTEX_FRAMES = (
+    "*lll_lock_wait*",
+    "*pthread_mutex_lock*",
+    "*pthread_mutex_timedlock*",
+    "*pthread_mutex_clocklock*",
+    "*mutex_lock_full*",
+    "*pthread_rwlock_*lock*",
+    "*std::mutex::lock*",
+    "*__mutex_lock*",
 )
-ACCEPT_CALLS = _nrs("accept", "accept4")
-SLEEP_CALLS = _nrs("nanosleep", "clock_nanosleep", "wait4", "waitid")
+#: ... blocked waiting for a condition (or a semaphore): waiting for work, idle.
+CONDITION_FRAMES = (
+    "*pthread_cond_*",
+    "*futex_abstimed_wait*",
+    "*do_futex_wait*",
+    "*sem_wait*",
+    "*sem_timedwait*",
+    "*sem_clockwait*",
+    "*pthread_barrier_wait*",
+)
+_MUTEX_RE = re.compile("|".join(fnmatch.translate(p) for p in MUTEX_FRAMES))
+_COND_RE = re.compile("|".join(fnmatch.translate(p) for p in CONDITION_FRAMES))
+_DIGITS = re.compile(r"[\d_-]*\d[\d_-]*$")
 
 
-@dataclass
-class ThreadTime:
-    """The per-interval table and what was derived from it."""
-
-    intervals: pd.DataFrame  # one row per thread per tick interval, with seconds per state
-    per_thread: pd.DataFrame  # one row per thread
-    window: float  # seconds covered by the /proc sampler
-    gil_range: tuple[int, int] | None
+def column(df: pd.DataFrame, name: str, default: object = np.nan) -> pd.Series:
+    """Column ``name`` of ``df``, or ``default`` in every row where the table lacks it."""
+    return df[name] if name in df else pd.Series(default, index=df.index)
 
 
-def gil_range(system: dict[str, Any]) -> tuple[int, int] | None:
-    rt = (system.get("python") or {}).get("runtime") or {}
-    try:
-        return int(str(rt["start"]), 16), int(str(rt["end"]), 16)
-    except (KeyError, TypeError, ValueError):
-        return None
+# --- the steps -----------------------------------------------------------------------------
 
 
-def _hex_to_float(s: pd.Series) -> pd.Series:
-    """'0x55d..' -> float (exact below 2**53, which user-space addresses are)."""
-
-    def conv(v: Any) -> float:
-        if isinstance(v, str) and v.startswith("0x"):
-            try:
-                return float(int(v, 16))
-            except ValueError:
-                return np.nan
-        return np.nan
-
-    return pd.Series(map_distinct(s, conv), index=s.index, dtype="float64")
+def thread_states(ctx: Context) -> None:
+    """Step: every thread's time by state, final (native mutex waits moved to lock)."""
+    ctx.futex = futex_waits(ctx.data, ctx.frames)
+    ctx.threads = thread_time(ctx.data, ctx.frames, ctx.futex)
+    ctx.out.thread_time = ctx.threads
+    if ctx.threads is not None:
+        ctx.out.per_thread = ctx.threads.per_thread
 
 
-def join_python_stacks(ticks: pd.DataFrame, data: BundleData, tolerance: float = 0.06) -> pd.Series:
-    """The Python stack id each thread was in at each tick (-1 where unknown)."""
-    iv = data.py_intervals
-    out = pd.Series(-1, index=ticks.index, dtype="int64")
-    if iv is None or iv.empty or ticks.empty:
-        return out
-    left = ticks[["t", "tid"]].reset_index().sort_values("t")
-    right = iv.sort_values("start")
-    merged = pd.merge_asof(
-        left, right, left_on="t", right_on="start", by="tid", direction="backward"
+def thread_metrics(ctx: Context) -> None:
+    """Step: busy time and its shares, thread counts, CPU demand."""
+    tt = ctx.threads
+    if tt is None:
+        return
+    m = ctx.metrics
+    iv, per, window = tt.intervals, tt.per_thread, tt.window
+    m["window_s"] = rounded(window, 2)
+    m["threads_total"] = len(per)
+    sums = {s: float(iv[s].sum()) for s in STATES}
+    total = sum(sums.values())
+    busy = sum(sums[s] for s in BUSY_STATES)
+    m["thread_time_s"] = rounded(total, 2)
+    m["busy_time_s"] = rounded(busy, 2)
+    for s in BUSY_STATES:
+        m[f"busy_share_{s}"] = rounded(ratio(sums[s], busy), 4) if busy > 0 else 0.0
+    m["idle_share"] = rounded(ratio(sums["idle"], total), 4) if total > 0 else None
+    if window > 0:
+        m["busy_threads_mean"] = rounded(busy / window, 3)
+        m["running_threads_mean"] = rounded(sums["running"] / window, 3)
+        m["cpu_demand_threads_mean"] = rounded((sums["running"] + sums["runnable"]) / window, 3)
+        if m.get("cores_available"):
+            m["runnable_per_core"] = rounded(m["cpu_demand_threads_mean"] / m["cores_available"], 3)
+    m["runq_to_oncpu_ratio"] = (
+        rounded(ratio(sums["runnable"], sums["running"]), 3) if sums["running"] > 0 else None
     )
-    ok = merged["stack_id"].notna() & (merged["t"] <= merged["end"] + tolerance)
-    merged.loc[~ok, "stack_id"] = -1
-    out.loc[merged["index"].to_numpy()] = merged["stack_id"].fillna(-1).astype("int64").to_numpy()
-    return out
+    _thread_counts(ctx, per, window)
 
 
-def python_leaf(stack: tuple[str, ...]) -> str:
-    for frame in reversed(stack):
-        if not is_native_frame(frame):
-            return frame
-    return ""
+def _thread_counts(ctx: Context, per: pd.DataFrame, window: float) -> None:
+    m, data = ctx.metrics, ctx.data
+    busy_frac = (per["busy"] / per["total"].replace(0, np.nan)).fillna(0)
+    per["busy_frac"] = busy_frac
+    busy_threads = per[busy_frac >= 0.2]
+    m["threads_busy"] = len(busy_threads)
+    wants_cpu = ((per["running"] + per["runnable"]) / per["total"].replace(0, np.nan)).fillna(0)
+    present = per["total"] >= 0.25 * window  # not a thread that lived for a moment
+    m["cpu_bound_threads"] = int(((wants_cpu >= 0.8) & present).sum())
+    if data.py_intervals is not None:
+        m["threads_python"] = int(per["python"].sum())
+        m["threads_native"] = int((~per["python"]).sum())
+        m["app_threads_busy"] = int(busy_threads["python"].sum())
+        m["native_threads_busy"] = int((~busy_threads["python"]).sum())
+    elif not (data.bundle.manifest.target.get("is_python")):
+        # not a Python target: every thread is native, and that is a measurement
+        m["threads_python"] = 0
+        m["threads_native"] = len(per)
+        m["app_threads_busy"] = 0
+        m["native_threads_busy"] = len(busy_threads)
+    cores = m.get("cores_available")
+    app = m.get("app_threads_busy")
+    if cores and app:
+        m["intra_op_suggestion"] = max(1, int(cores // app))
+    if app and m.get("native_threads_busy") is not None:
+        m["intra_op_threads_per_app"] = rounded(1 + m["native_threads_busy"] / app, 1)
 
 
-def classify_waits(
-    df: pd.DataFrame, leaf_kind: pd.Series, has_py: pd.Series, gil: tuple[int, int] | None
-) -> pd.Series:
-    """The wait class of each row, as if the thread were off-CPU (see module doc).
-
-    ``leaf_kind`` is "" where the thread's Python stack at that moment is unknown (before
-    py-spy's first sample, say): a futex wait of a Python thread is then "other", since
-    nothing says whether it waits for a lock or for work.
-    """
-    state = df["state"].astype(str)
-    sc = pd.to_numeric(df.get("syscall"), errors="coerce")
-    addr = _hex_to_float(df.get("arg0", pd.Series("", index=df.index)))
-    futex = sc.isin(FUTEX)
-    in_gil = pd.Series(False, index=df.index)
-    if gil is not None:
-        in_gil = futex & (addr >= gil[0]) & (addr < gil[1])
-    lk = leaf_kind.fillna("")
-    conds = [
-        state.isin(["T", "t"]),
-        state == "D",
-        in_gil,
-        futex & (lk == "idle"),
-        futex & (lk == "io"),
-        futex & has_py & leaf_kind.notna(),
-        futex & has_py,
-        futex,
-        sc.isin(ACCEPT_CALLS),
-        sc.isin(IO_CALLS) & (lk == "idle"),
-        sc.isin(IO_CALLS),
-        sc.isin(POLL_CALLS) & (lk == "io"),
-        sc.isin(POLL_CALLS),
-        sc.isin(SLEEP_CALLS),
-        state == "R",
-    ]
-    choices = ["other", "io", "gil", "idle", "io", "lock", "other", "idle", "idle", "idle", "io",
-               "io", "idle", "idle", "runnable"]  # fmt: skip
-    return pd.Series(np.select(conds, choices, default="other"), index=df.index)
+def thread_timeline(ctx: Context) -> None:
+    """Step: each thread's dominant state in time bins, for the timeline chart."""
+    if ctx.threads is not None:
+        ctx.out.series["timeline"] = timeline(ctx.threads.intervals, ctx.threads.per_thread)
 
 
-def thread_time(data: BundleData, frames: FrameRules) -> ThreadTime | None:
+# --- accounting ----------------------------------------------------------------------------
+
+
+def thread_time(
+    data: BundleData, frames: FrameRules, futex: pd.DataFrame | None = None
+) -> ThreadTime | None:
+    """Every thread's time per /proc tick interval and state (see the module doc).
+
+    ``futex``: perf's classified futex waits (:func:`futex_waits`), which move native
+    threads' mutex waits from idle to lock."""
     df = data.threads
     if df is None or df.empty:
         return None
     df = df.sort_values(["tid", "t"]).reset_index(drop=True)
-    stack_ids = join_python_stacks(df, data)
-    df["stack_id"] = stack_ids
+    df["stack_id"] = python_stack_at(data.py_intervals, df["t"], df["tid"])
     leaves = {sid: python_leaf(st) for sid, st in data.py_stacks.items()}
     df["py_leaf"] = map_distinct(df["stack_id"], lambda sid: leaves.get(sid, ""))
     # the wait kind of the leaf frame: "idle" | "lock" | "io", "" for none, None: no stack
@@ -161,13 +162,23 @@ def thread_time(data: BundleData, frames: FrameRules) -> ThreadTime | None:
         map_distinct(df["py_leaf"], lambda f: (frames.wait_kind(f) or "") if f else None),
         index=df.index,
     )
-    py_tids = set(data.py_names) if data.py_names else set()
-    if data.py_intervals is not None:
-        py_tids |= set(data.py_intervals["tid"].unique().tolist())
-    has_py = df["tid"].isin(py_tids)
-    gr = gil_range(data.system)
-    df["wait_class"] = classify_waits(df, leaf_kind, has_py, gr)
+    py_tids = data.python_tids
+    gr = data.gil_range
+    calls = Syscalls.of(data.machine)
+    df["wait_class"] = classify_waits(df, leaf_kind, df["tid"].isin(py_tids), gr, calls)
+    iv = _intervals(df, calls)
+    moved = 0.0
+    if futex is not None and not futex.empty:
+        native = set(iv["tid"].unique().tolist()) - py_tids
+        moved = move_native_mutex_waits(iv, futex, native)
+    per = _per_thread(df, iv, data, py_tids)
+    window = float(df["t"].max() - df["t"].min()) if len(df) > 1 else 0.0
+    return ThreadTime(iv, per, window, gr, moved)
 
+
+def _intervals(df: pd.DataFrame, calls: Syscalls) -> pd.DataFrame:
+    """One row per thread per tick interval: seconds running, runnable and per wait class,
+    the futex address and the Python leaf frame the blocked time was spent at."""
     g = df.groupby("tid", sort=False)
     dt = g["t"].diff()
     d_on = g["oncpu_ns"].diff() / 1e9 if "oncpu_ns" in df else pd.Series(np.nan, index=df.index)
@@ -191,7 +202,7 @@ def thread_time(data: BundleData, frames: FrameRules) -> ThreadTime | None:
         iv[s] = np.where(iv["off_class"] == s, off, 0.0)
     # where the off-CPU time was spent: the tick whose wait class it took (the interval's
     # end, or its start when the thread was runnable again at the end)
-    addr = _futex_addr(df)
+    addr = _futex_addr(df, calls)
     from_start = (end_cls == "runnable").to_numpy()
     iv["futex_addr"] = np.where(
         from_start, addr.groupby(df["tid"]).shift(1)[valid].fillna(""), addr[valid]
@@ -199,8 +210,12 @@ def thread_time(data: BundleData, frames: FrameRules) -> ThreadTime | None:
     iv["wait_leaf"] = np.where(
         from_start, g["py_leaf"].shift(1)[valid].fillna(""), iv["py_leaf"].to_numpy()
     )
-    iv = iv.reset_index(drop=True)
+    return iv.reset_index(drop=True)
 
+
+def _per_thread(
+    df: pd.DataFrame, iv: pd.DataFrame, data: BundleData, py_tids: set[int]
+) -> pd.DataFrame:
     per = iv.groupby("tid")[list(STATES)].sum()
     per["total"] = per[list(STATES)].sum(axis=1)
     per["busy"] = per[list(BUSY_STATES)].sum(axis=1)
@@ -220,8 +235,64 @@ def thread_time(data: BundleData, frames: FrameRules) -> ThreadTime | None:
         thread_role(n, c, p)
         for n, c, p in zip(per["name"], per["comm"], per["python"], strict=True)
     ]
-    window = float(df["t"].max() - df["t"].min()) if len(df) > 1 else 0.0
-    return ThreadTime(iv, per.reset_index(), window, gr)
+    return per.reset_index()
+
+
+def classify_waits(
+    df: pd.DataFrame,
+    leaf_kind: pd.Series,
+    has_py: pd.Series,
+    gil: tuple[int, int] | None,
+    calls: Syscalls,
+) -> pd.Series:
+    """The wait class of each row, as if the thread were off-CPU (see module doc).
+
+    ``leaf_kind`` is "" where the thread's Python stack at that moment is unknown (before
+    py-spy's first sample, say): a futex wait of a Python thread is then "other", since
+    nothing says whether it waits for a lock or for work.
+    """
+    state = df["state"].astype(str)
+    sc = pd.to_numeric(column(df, "syscall"), errors="coerce")
+    addr = _hex_to_float(column(df, "arg0", ""))
+    futex = sc.isin(calls.futex)
+    in_gil = pd.Series(False, index=df.index)
+    if gil is not None:
+        in_gil = futex & (addr >= gil[0]) & (addr < gil[1])
+    lk = leaf_kind.fillna("")
+    conds = [
+        state.isin(["T", "t"]),
+        state == "D",
+        in_gil,
+        futex & (lk == "idle"),
+        futex & (lk == "io"),
+        futex & has_py & leaf_kind.notna(),
+        futex & has_py,
+        futex,
+        sc.isin(calls.accept),
+        sc.isin(calls.io) & (lk == "idle"),
+        sc.isin(calls.io),
+        sc.isin(calls.poll) & (lk == "io"),
+        sc.isin(calls.poll),
+        sc.isin(calls.sleep),
+        state == "R",
+    ]
+    choices = ["other", "io", "gil", "idle", "io", "lock", "other", "idle", "idle", "idle", "io",
+               "io", "idle", "idle", "runnable"]  # fmt: skip
+    return pd.Series(np.select(conds, choices, default="other"), index=df.index)
+
+
+def _hex_to_float(s: pd.Series) -> pd.Series:
+    """'0x55d..' -> float (exact below 2**53, which user-space addresses are)."""
+
+    def conv(v: object) -> float:
+        if isinstance(v, str) and v.startswith("0x"):
+            try:
+                return float(int(v, 16))
+            except ValueError:
+                return np.nan
+        return np.nan
+
+    return pd.Series(map_distinct(s, conv), index=s.index, dtype="float64")
 
 
 def _split_interval_time(
@@ -249,14 +320,11 @@ def _split_interval_time(
     return on * scale, rq * scale, off
 
 
-def _futex_addr(df: pd.DataFrame) -> pd.Series:
+def _futex_addr(df: pd.DataFrame, calls: Syscalls) -> pd.Series:
     """The futex address each row's thread was blocked on ("" when not in futex())."""
-    sc = pd.to_numeric(df.get("syscall"), errors="coerce")
-    arg = df.get("arg0", pd.Series("", index=df.index)).astype(str)
-    return arg.where(sc.isin(FUTEX), "")
-
-
-_DIGITS = re.compile(r"[\d_-]*\d[\d_-]*$")
+    sc = pd.to_numeric(column(df, "syscall"), errors="coerce")
+    arg = column(df, "arg0", "").astype(str)
+    return arg.where(sc.isin(calls.futex), "")
 
 
 def thread_role(name: str, comm: str, python: bool) -> str:
@@ -266,3 +334,150 @@ def thread_role(name: str, comm: str, python: bool) -> str:
     stripped = _DIGITS.sub("", base).rstrip(" -_:.(") or base
     role = stripped + ("-*" if stripped != base else "")
     return role if python else f"{role} (native)"
+
+
+# --- perf's futex waits --------------------------------------------------------------------
+
+
+def native_wait_kind(leaf: str, op: str = "") -> str:
+    """'mutex' | 'condition' | '' for the native frame a thread blocked in."""
+    if op.startswith("LOCK_PI"):
+        return "mutex"
+    name = leaf.rsplit(" (", 1)[0]
+    if _MUTEX_RE.match(name):
+        return "mutex"
+    if _COND_RE.match(name):
+        return "condition"
+    return ""
+
+
+def futex_waits(data: BundleData, frames: FrameRules) -> pd.DataFrame | None:
+    """perf's futex waits that ended, each with what it waited for (``kind``): the GIL (an
+    address inside ``_PyRuntime``); for Python threads a lock, a condition (waiting for
+    work: the leaf frame is a queue or event wait) or I/O, by their leaf Python frame; for
+    native threads a lock (a mutex path) or a condition, by their native leaf frame."""
+    fx = data.sched_futex
+    if fx is None:
+        return None
+    fx = fx[fx["dur"].notna()].copy()
+    if fx.empty:
+        return fx
+    fx["uaddr"] = fx["uaddr"].astype(str)
+    fx["waker"] = pd.to_numeric(column(fx, "waker"), errors="coerce")
+    fx["wake_t"] = pd.to_numeric(column(fx, "wake_t"), errors="coerce")
+    addr = map_distinct(fx["uaddr"], lambda s: int(s, 16) if s.startswith("0x") else -1)
+    mid = (fx["t"] + fx["dur"] / 2).to_numpy()
+    py_ids = python_stack_at(data.py_intervals, mid, fx["tid"].to_numpy())
+    # leaves and kinds are computed once per distinct stack and key, not once per wait
+    fx["py_leaf"] = map_distinct(
+        py_ids, lambda i: python_leaf(data.py_stacks.get(int(i), ())) if i >= 0 else ""
+    )
+    stacks = data.sched_stacks
+    fx["native"] = map_distinct(
+        fx["stack_id"], lambda s: user_leaf(stacks.get(int(s), ())) if s >= 0 else ""
+    )
+    py_tids = data.python_tids
+    gil = data.gil_range
+    fx["_addr"] = addr
+    fx["_op"] = fx["op"].astype(str)
+    by_key = fx.groupby(["_addr", "py_leaf", "native", "_op", "tid"], sort=False)
+    kinds = []  # one per distinct key, in the groups' order
+    for a_, leaf, nat, op, tid in by_key.size().index:
+        if gil is not None and gil[0] <= a_ < gil[1]:
+            kinds.append("gil")
+        elif int(tid) in py_tids:
+            wk = frames.wait_kind(leaf) if leaf else None
+            kinds.append("condition" if wk == "idle" else ("io" if wk == "io" else "lock"))
+        else:
+            nk = native_wait_kind(nat, op)
+            kinds.append(
+                "lock" if nk == "mutex" else ("condition" if nk == "condition" else "other")
+            )
+    fx["kind"] = np.array(kinds, dtype=object)[by_key.ngroup().to_numpy()]
+    return fx.drop(columns=["_addr", "_op"])
+
+
+def move_native_mutex_waits(iv: pd.DataFrame, fx: pd.DataFrame, native_tids: set[int]) -> float:
+    """Threads without Python frames: mutex waits are lock time, not idle. Returns the
+    seconds moved.
+
+    Two ways, both measured: a /proc tick that saw the thread blocked in futex() on an
+    address perf found to be a mutex (its waiters' native stacks in __lll_lock_wait, ...)
+    moves that interval's blocked time to lock; and where /proc saw no address, the time
+    perf saw it in such a wait within the interval."""
+    mtx = fx[(fx["kind"] == "lock") & fx["tid"].isin(native_tids)]
+    if mtx.empty:
+        return 0.0
+    mutexes = set(mtx["uaddr"].astype(str))
+    at_mutex = iv["tid"].isin(native_tids) & (iv["idle"] > 0) & iv["futex_addr"].isin(mutexes)
+    moved = float(iv.loc[at_mutex, "idle"].sum())
+    iv.loc[at_mutex, "lock"] += iv.loc[at_mutex, "idle"]
+    iv.loc[at_mutex, "idle"] = 0.0
+    for tid in sorted(mtx["tid"].unique().tolist()):
+        moved += _move_overlap(iv, tid, mtx[mtx["tid"] == tid])
+    return moved
+
+
+def _move_overlap(iv: pd.DataFrame, tid: int, waits: pd.DataFrame) -> float:
+    """Move idle time of ``tid``'s intervals that overlaps its mutex ``waits`` to lock."""
+    s = waits["t"].to_numpy(dtype=float)
+    e = s + waits["dur"].to_numpy(dtype=float)
+    order = np.argsort(s)
+    s, e = s[order], e[order]
+    t, dt = iv["t"].to_numpy(dtype=float), iv["dt"].to_numpy(dtype=float)
+    idle, lock = iv["idle"].to_numpy(dtype=float).copy(), iv["lock"].to_numpy(dtype=float).copy()
+    moved = 0.0
+    for i in np.flatnonzero(((iv["tid"] == tid) & (iv["idle"] > 0)).to_numpy()):
+        b = float(t[i])
+        a0 = b - float(dt[i])
+        lo, hi = int(np.searchsorted(e, a0)), int(np.searchsorted(s, b))
+        if hi <= lo:
+            continue
+        overlap = float(np.clip(np.minimum(e[lo:hi], b) - np.maximum(s[lo:hi], a0), 0, None).sum())
+        shift = min(overlap, float(idle[i]))
+        if shift > 0:
+            idle[i] -= shift
+            lock[i] += shift
+            moved += shift
+    iv["idle"], iv["lock"] = idle, lock
+    return moved
+
+
+# --- the timeline chart --------------------------------------------------------------------
+
+
+def timeline(
+    iv: pd.DataFrame, per: pd.DataFrame, max_bins: int = 300, max_threads: int = 64
+) -> dict[str, object]:
+    """Per-thread dominant state in time bins, for the thread-state timeline chart."""
+    if iv.empty:
+        return {}
+    # bins of consecutive ticks (one tick per bin up to max_bins ticks): binning by time
+    # left bins empty wherever a tick came late and the next one early
+    ticks = np.sort(iv["t"].unique())
+    per_bin = -(-len(ticks) // max_bins)
+    nb = -(-len(ticks) // per_bin)
+    tick_bin = {t: i // per_bin for i, t in enumerate(ticks.tolist())}
+    centres = [float(ticks[i * per_bin : (i + 1) * per_bin].mean()) for i in range(nb)]
+    order = per.sort_values(["busy", "tid"], ascending=[False, True]).head(max_threads)
+    tids = order["tid"].tolist()
+    d = iv[iv["tid"].isin(tids)].copy()
+    d["bin"] = map_distinct(d["t"], tick_bin.__getitem__).astype(int)
+    sums = d.groupby(["tid", "bin"])[list(STATES)].sum()
+    dom = sums.to_numpy().argmax(axis=1)
+    grid = np.full((len(tids), nb), -1, dtype=int)
+    row = {tid: i for i, tid in enumerate(tids)}
+    for (tid, b), code in zip(sums.index, dom, strict=True):
+        grid[row[tid], b] = int(code)
+    labels = []
+    for _, r in order.iterrows():
+        name = r["name"] or r["comm"]
+        labels.append(f"{name} ({int(r['tid'])})")
+    return {
+        "states": list(STATES),
+        "t": [round(c, 3) for c in centres],
+        "threads": labels,
+        "tids": [int(t) for t in tids],
+        "z": grid.tolist(),
+        "omitted_threads": max(0, len(per) - len(tids)),
+    }

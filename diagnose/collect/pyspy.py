@@ -43,7 +43,7 @@ from diagnose.formats.pyspy import (
     parse_summary,
 )
 from diagnose.formats.speedscope import write_evented_speedscope
-from diagnose.formats.stacks import Interval, StackTable, format_folded
+from diagnose.formats.stacks import Interval, StackTable, ThreadFrame, format_folded
 
 CHUNK_SECONDS = 60.0
 
@@ -367,7 +367,7 @@ class PythonTables:
         w.write_text(
             "python/stacks.folded",
             format_folded(
-                ((f"thread ({tid}): {self.names.get(tid, '')}", *stacks[sid]), weight)
+                ((ThreadFrame(tid, self.names.get(tid, "")).format(), *stacks[sid]), weight)
                 for (tid, sid), weight in self.folded.items()
             ),
         )
@@ -445,7 +445,7 @@ class GilCollector(_PySpyBased):
             samples_total += samples
             files.append(rel)
             for tid, name, stack, count in parse_raw(path.read_text("utf-8", "replace")):
-                rows.append(((f"thread ({tid}): {name}", *stack), count))
+                rows.append(((ThreadFrame(tid, name).format(), *stack), count))
         details = {"samples": samples_total, "rate_hz": ctx.options.rate}
         if samples_total == 0:
             return self.record(

@@ -242,7 +242,11 @@ def _capture_locked(
             "siblings": list(target.siblings),
             "note": target.note,
         },
-        host={"hostname": socket.gethostname(), "logical_cpus": os.cpu_count()},
+        host={
+            "hostname": socket.gethostname(),
+            "logical_cpus": os.cpu_count(),
+            "machine": os.uname().machine,  # the analysis reads system call numbers by it
+        },
         capture={
             "started": started_wall.isoformat(timespec="milliseconds"),
             "monotonic_start": t0,

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from diagnose.formats.stacks import Interval, Stack, parse_folded, parse_thread_frame
+from diagnose.formats.stacks import Interval, Stack, ThreadFrame, parse_folded
 
 _SAMPLES = re.compile(r"Samples:\s*(\d+)\s+Errors:\s*(\d+)")
 
@@ -67,14 +67,14 @@ def chrometrace_intervals(
             last_ts[key] = ts
         if ph == "B":
             if not stack:
-                parsed = parse_thread_frame(name)
-                if parsed is None:
+                thread = ThreadFrame.parse(name)
+                if thread is None:
                     raise FormatError(
                         f"chrometrace event {i}: root frame {name[:60]!r} is not 'thread (TID): NAME'"
                         " (was py-spy run with --threads?)"
                     )
-                os_tid[key] = parsed[0]
-                names[parsed[0]] = parsed[1]
+                os_tid[key] = thread.tid
+                names[thread.tid] = thread.name
                 stack.append(name)
             else:
                 args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
@@ -94,10 +94,10 @@ def chrometrace_intervals(
 def parse_raw(text: str) -> Iterator[tuple[int, str, Stack, float]]:
     """py-spy ``raw`` with ``--threads``: yields (tid, thread name, stack, count)."""
     for stack, count in parse_folded(text):
-        parsed = parse_thread_frame(stack[0]) if stack else None
-        if parsed is None:
+        thread = ThreadFrame.parse(stack[0]) if stack else None
+        if thread is None:
             continue
-        yield parsed[0], parsed[1], stack[1:], count
+        yield thread.tid, thread.name, stack[1:], count
 
 
 def parse_summary(stderr: str) -> tuple[int | None, int | None]:

@@ -9,7 +9,36 @@ from dataclasses import dataclass
 
 Stack = tuple[str, ...]
 
-_THREAD_FRAME = re.compile(r"^thread \((?P<tid>0x[0-9a-fA-F]+|\d+)\)(?:: (?P<name>.*))?$", re.S)
+#: ``thread (TID): NAME``: the tid in decimal or hex (py-spy), the name (and the colon)
+#: optional. The one pattern every reader of a thread root frame uses.
+_THREAD_FRAME = re.compile(
+    r"^thread \((?P<tid>0x[0-9a-fA-F]+|\d+)\)(?::(?: (?P<name>.*))?)?$", re.S
+)
+
+
+@dataclass(frozen=True)
+class ThreadFrame:
+    """The root frame of a per-thread stack: ``thread (TID): NAME``.
+
+    py-spy writes it with ``--threads``; every stack diagnose roots at a thread (flame
+    graphs, folded files) is written with :meth:`format` and read back with :meth:`parse`,
+    so the text has one definition."""
+
+    tid: int
+    name: str = ""
+
+    def format(self) -> str:
+        return f"thread ({self.tid}): {self.name}"
+
+    @classmethod
+    def parse(cls, frame: str) -> ThreadFrame | None:
+        """The thread of a root frame, or None when ``frame`` is not one."""
+        m = _THREAD_FRAME.match(frame)
+        if not m:
+            return None
+        raw = m.group("tid")
+        tid = int(raw, 16) if raw.lower().startswith("0x") else int(raw)
+        return cls(tid, m.group("name") or "")
 
 
 @dataclass(frozen=True)
@@ -29,16 +58,6 @@ _LINE_BREAKS = str.maketrans(dict.fromkeys("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029
 def clean_frame(text: str) -> str:
     """Make a frame safe for the folded format: no ';' separators or line breaks."""
     return text.replace(";", ":").translate(_LINE_BREAKS)
-
-
-def parse_thread_frame(frame: str) -> tuple[int, str] | None:
-    """py-spy's ``thread (TID): NAME`` root frame -> (tid, name)."""
-    m = _THREAD_FRAME.match(frame)
-    if not m:
-        return None
-    raw = m.group("tid")
-    tid = int(raw, 16) if raw.lower().startswith("0x") else int(raw)
-    return tid, m.group("name") or ""
 
 
 class StackTable:

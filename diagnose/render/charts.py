@@ -21,8 +21,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from diagnose.analyse.frames import is_native_frame, split_frame
-from diagnose.analyse.metrics import Analysis
-from diagnose.formats.stacks import Stack, parse_thread_frame
+from diagnose.analyse.model import Analysis
+from diagnose.formats.stacks import Stack, ThreadFrame
 from diagnose.render.model import jsonable
 from diagnose.render.text import plain, plotly_text
 
@@ -76,9 +76,9 @@ def _pick(palette: Sequence[str], key: str) -> str:
 
 def _node_look(frame: str, depth: int) -> tuple[str, str, bool]:
     """(label, colour, is_thread) of one frame of a stack."""
-    parsed = parse_thread_frame(frame)
-    if parsed is not None:
-        tid, name = parsed
+    thread = ThreadFrame.parse(frame)
+    if thread is not None:
+        tid, name = thread.tid, thread.name
         return (f"{name} ({tid})" if name else f"thread {tid}"), _THREAD_COLOR, True
     if depth == 1 and frame.endswith(" wait"):
         state = frame[: -len(" wait")]
@@ -137,7 +137,7 @@ def flame_tree(
                 weights[st[depth]] += w
         for f, w in weights.items():
             # every thread gets its box (the thread filter lists it), however small
-            if w >= scope * min_share or (depth < 2 and parse_thread_frame(f) is not None):
+            if w >= scope * min_share or (depth < 2 and ThreadFrame.parse(f) is not None):
                 heapq.heappush(heap, (-w / scope, seq, node, depth + 1, f, groups[f], w, scope))
                 seq += 1
             else:
@@ -188,7 +188,7 @@ def _merge_threads(stacks: Iterable[tuple[Sequence[str], float]]) -> list[tuple[
     """The same stacks without their thread frame: threads running the same code add up."""
     merged: dict[Stack, float] = defaultdict(float)
     for st, w in stacks:
-        head = [f for f in st[:2] if parse_thread_frame(f) is None]
+        head = [f for f in st[:2] if ThreadFrame.parse(f) is None]
         merged[(*head, *st[2:])] += w
     return list(merged.items())
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from diagnose import __version__
-from diagnose.analyse.metrics import Analysis
+from diagnose.analyse.model import Analysis
 from diagnose.bundle.manifest import CollectorStatus
 from diagnose.bundle.reader import Bundle
 from diagnose.verdict.engine import Verdict

@@ -1,6 +1,6 @@
 """The helpers that keep the analysis linear in rows agree with the naive loops they replaced.
 
-``map_distinct`` calls a function once per distinct value; ``_pairs`` lists every
+``map_distinct`` calls a function once per distinct value; ``pairs`` lists every
 (window, item) pair with the item inside the window, which the lock-holder search uses to
 find what a holder ran while it held a lock. Both are checked against brute force on
 random inputs, edge cases included (empty windows, items on a window's bounds, NaN).
@@ -14,8 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from diagnose.analyse.load import map_distinct
-from diagnose.analyse.perf_metrics import _pairs
+from diagnose.analyse.joins import map_distinct, pairs
 
 
 def test_map_distinct_calls_once_per_distinct_value_and_keeps_row_order() -> None:
@@ -60,7 +59,7 @@ def test_pairs_of_points_match_brute_force(seed: int) -> None:
     start = rng.choice(np.arange(0, 10, 0.5), size=12)
     end = start + rng.choice([0, 0.5, 1.0, 2.5], size=12)
     mask = rng.random(12) < 0.7
-    w, k = _pairs(mask, start, end, items, items, "right")
+    w, k = pairs(mask, start, end, items, items, "right")
     got = set(zip(w.tolist(), k.tolist(), strict=True))
     want = {(a, b) for a, b in _brute(start, end, items, "right") if mask[a]}
     assert got == want
@@ -77,7 +76,7 @@ def test_pairs_of_intervals_match_brute_force(seed: int) -> None:
     start = rng.choice(np.arange(0, 20, 0.25), size=10)
     end = start + rng.choice([0, 0.25, 1.0, 4.0], size=10)
     mask = np.ones(10, dtype=bool)
-    w, k = _pairs(mask, start, end, e, s)
+    w, k = pairs(mask, start, end, e, s)
     got = set(zip(w.tolist(), k.tolist(), strict=True))
     # the loop it replaced: range(searchsorted(e, a), searchsorted(s, b)), kept when the
     # overlap is positive (the caller's filter); intervals ending exactly at a are out

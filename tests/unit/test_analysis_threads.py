@@ -2,65 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pandas as pd
 import pytest
 
-from diagnose.analyse.frames import frame_rules
 from diagnose.analyse.load import BundleData
-from diagnose.analyse.metrics import analyse_data
+from diagnose.analyse.pipeline import analyse_data
 from diagnose.analyse.threads import thread_time
-from diagnose.bundle.manifest import Manifest
-from diagnose.bundle.reader import Bundle
-
-FR = frame_rules()
-FUTEX = 202
-NS = 1_000_000_000
-
-
-def bundle_data(
-    rows: list[dict], intervals: list[tuple] = (), stacks: dict | None = None
-) -> BundleData:
-    """A BundleData from thread rows (t, tid, state, oncpu, runq seconds, ...) and py-spy
-    intervals (tid, start, end, stack_id)."""
-    df = pd.DataFrame(rows)
-    df["oncpu_ns"] = (df.pop("on") * NS).astype(float)
-    df["runq_ns"] = (df.pop("rq") * NS).astype(float)
-    df["slices"] = df.get("slices", 1.0)
-    for col, default in (("comm", "python"), ("cpu", 0), ("syscall", float("nan")), ("arg0", "")):
-        if col not in df:
-            df[col] = default
-    df["utime"] = df["stime"] = 0.0
-    iv = pd.DataFrame(list(intervals), columns=["tid", "start", "end", "stack_id"])
-    manifest = Manifest(
-        tool_version="test",
-        target={"is_python": True},
-        host={},
-        capture={"rate_hz": 100},
-        state="complete",
-    )
-    return BundleData(
-        bundle=Bundle(Path("/nonexistent"), manifest),
-        system={"capacity": {"cores_available": 2, "usable_cpus": [0, 1]}},
-        threads=df,
-        process=None,
-        cpus=None,
-        py_intervals=iv if len(iv) else None,
-        py_stacks=stacks or {},
-        py_names={int(t): f"thread-{t}" for t in iv["tid"].unique()} if len(iv) else {},
-        gil_folded=None,
-        native_samples=None,
-        native_stacks={},
-        missing={"perf": "perf unavailable: perf is not installed"},
-    )
-
-
-def ticks(tid, cum_on, cum_rq, state="R", step=0.1, **extra):
-    return [
-        {"t": i * step, "tid": tid, "state": state, "on": on, "rq": rq, **extra}
-        for i, (on, rq) in enumerate(zip(cum_on, cum_rq, strict=True))
-    ]
+from tests.unit.analysis import FR, FUTEX, bundle_data, futex_table, ticks
 
 
 def test_counter_lag_keeps_queueing_time_exact_per_thread():
@@ -148,3 +95,70 @@ def test_kernel_categories_are_not_measured_without_native_stacks():
         assert a.metrics[f"oncpu_share_{cat}"] is None
         assert a.unmeasured[f"oncpu_share_{cat}"] == "perf unavailable: perf is not installed"
     assert a.metrics["oncpu_share_model"] == pytest.approx(1.0)
+
+
+# --- native threads' mutex waits -----------------------------------------------------------
+
+HOLDER_STACK = ("main (app.py:1)", "worker (app.py:12)")  # inside `with LOCK:` (line 10)
+WAITER_STACK = ("main (app.py:1)", "worker (app.py:10)")  # waiting at `with LOCK:`
+MUTEX_STACK = ("start_thread (libc.so.6)", "__lll_lock_wait (libc.so.6)")
+
+
+def lock_and_mutex(with_perf: bool) -> BundleData:
+    """One Python thread running 1 s inside `with LOCK:` while three others wait for LOCK
+    (futex 0xa), and two native threads blocked on a C mutex (futex 0xb) the whole time."""
+    running = [round(0.1 * i, 9) for i in range(11)]
+    rows = ticks(1, running, state="R")
+    for tid in (2, 3, 4):
+        rows += ticks(tid, [0.0] * 11, state="S", syscall=FUTEX, arg0="0xa")
+    for tid in (10, 11):
+        rows += ticks(tid, [0.0] * 11, state="S", syscall=FUTEX, arg0="0xb", comm="pool")
+    intervals = [(1, 0.0, 1.05, 1)] + [(tid, 0.0, 1.05, 0) for tid in (2, 3, 4)]
+    perf = {}
+    if with_perf:
+        # perf saw each native thread wait 1 s on 0xb in __lll_lock_wait: a mutex
+        waits = [
+            {"t": 0.0, "tid": tid, "uaddr": "0xb", "dur": 1.0, "stack_id": 0} for tid in (10, 11)
+        ]
+        perf = {"sched_futex": futex_table(waits), "sched_stacks": {0: MUTEX_STACK}}
+    return bundle_data(rows, intervals, {0: WAITER_STACK, 1: HOLDER_STACK}, **perf)
+
+
+def test_native_mutex_waits_are_lock_time_before_any_share_is_computed():
+    # GIVEN 1 s running, 3 s of Python lock waits (0xa) and 2 s of native mutex waits (0xb)
+    # that /proc alone sees as idle futex waits of threads without Python frames
+    m = analyse_data(lock_and_mutex(with_perf=True), FR).metrics
+    # THEN perf's futex stacks make the 2 s lock time: busy time is 6 s, of which 5 s lock
+    assert m["native_lock_wait_share"] == pytest.approx(2 / 6, abs=1e-4)
+    assert m["busy_time_s"] == pytest.approx(6.0)
+    assert m["busy_share_lock"] == pytest.approx(5 / 6, abs=1e-4)
+    # AND the top lock's share is over that same total: 3 s / 6 s. (It was computed before
+    # the native waits moved, over 4 s: 0.75, beside a busy_share_lock over 6 s.)
+    assert m["lock_top_address"] == "0xa" and m["lock_top_wait_s"] == pytest.approx(3.0)
+    assert m["lock_top_share"] == pytest.approx(0.5)
+    assert m["lock_top_share"] == pytest.approx(m["lock_top_wait_s"] / m["busy_time_s"], abs=1e-4)
+
+
+def test_without_perf_the_native_waits_stay_idle_and_the_shares_agree():
+    # GIVEN the same threads without perf's futex table WHEN analysed
+    m = analyse_data(lock_and_mutex(with_perf=False), FR).metrics
+    # THEN the native waits are idle (nothing says they wait for a mutex): busy is 4 s, and
+    # both lock shares are over it
+    assert m["native_lock_wait_share"] is None
+    assert m["busy_share_lock"] == pytest.approx(0.75)
+    assert m["lock_top_share"] == pytest.approx(0.75)
+
+
+def test_the_native_mutex_is_a_hot_spot_of_its_own_with_perf_s_view():
+    a = analyse_data(lock_and_mutex(with_perf=True), FR)
+    by_address = {h["address"]: h for h in a.locks}
+    assert list(by_address) == ["0xa", "0xb"]  # longest wait first
+    mutex = by_address["0xb"]
+    assert mutex["waiters"] == 2 and mutex["wait_s"] == pytest.approx(2.0)
+    assert mutex["perf"]["native_sites"] == [("__lll_lock_wait (libc.so.6)", 2)]
+    # the Python lock's holder: thread 1, running inside `with LOCK:` (inferred, no perf
+    # wakeups were recorded for 0xa)
+    assert by_address["0xa"]["holder"]["site"] == "worker (app.py:12)"
+    assert by_address["0xa"]["holder"]["inferred"] is True
+    per = a.per_thread.set_index("tid")
+    assert per.loc[10, "lock"] == pytest.approx(1.0) and per.loc[10, "idle"] == 0

@@ -30,10 +30,10 @@ from diagnose.formats.speedscope import (
 from diagnose.formats.stacks import (
     Interval,
     StackTable,
+    ThreadFrame,
     clean_frame,
     format_folded,
     parse_folded,
-    parse_thread_frame,
 )
 from tests.unit.fuzzing import fuzz
 
@@ -238,8 +238,15 @@ def test_sampled_speedscope_for_any_samples(samples):
 @FUZZ
 @given(st.one_of(any_text, st.builds(lambda s: "thread (" + s, any_text)))
 def test_thread_frames_parse_or_are_none(text):
-    parsed = parse_thread_frame(text)
-    assert parsed is None or (isinstance(parsed[0], int) and isinstance(parsed[1], str))
+    parsed = ThreadFrame.parse(text)
+    assert parsed is None or (isinstance(parsed.tid, int) and isinstance(parsed.name, str))
+
+
+@FUZZ
+@given(st.integers(0, 2**40), names)
+def test_thread_frames_round_trip(tid, name):
+    # GIVEN any thread id and name WHEN written as a root frame and read back THEN the same
+    assert ThreadFrame.parse(ThreadFrame(tid, name).format()) == ThreadFrame(tid, name)
 
 
 @FUZZ

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from diagnose.analyse.perf_metrics import _max_concurrent, native_wait_kind, user_leaf
+from diagnose.analyse.frames import user_leaf
+from diagnose.analyse.locks import max_concurrent
+from diagnose.analyse.threads import native_wait_kind
 from diagnose.verdict import judge, load_rules
 from tests.conftest import FIXTURES
 
@@ -28,7 +30,7 @@ def test_user_leaf_skips_kernel_frames():
 
 def test_max_concurrent_waits():
     waits = pd.DataFrame({"t": [0.0, 0.1, 0.2, 1.0], "dur": [0.5, 0.5, 0.05, 0.1]})
-    assert _max_concurrent(waits) == 3
+    assert max_concurrent(waits) == 3
 
 
 BASE = {"busy_threads_mean": 2.0, "busy_share_running": 0.8}  # false sharing shows as CPU time

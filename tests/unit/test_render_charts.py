@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from diagnose.analyse.metrics import Analysis
+from diagnose.analyse.model import Analysis
 from diagnose.render.charts import (
     STATE_COLORS,
     chart_data,

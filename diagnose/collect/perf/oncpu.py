@@ -28,7 +28,7 @@ from diagnose.collect.base import CaptureContext
 from diagnose.collect.perf.record import PerfCollectorBase, PerfRecord, record_failure, ring_pages
 from diagnose.formats.perf_script import LOST, parse_script
 from diagnose.formats.speedscope import samples_to_speedscope
-from diagnose.formats.stacks import StackTable, format_folded
+from diagnose.formats.stacks import StackTable, ThreadFrame, format_folded
 
 MAX_BYTES = 256 * 1024 * 1024  # --max-size: ~0.01 MB/s per busy core measured with fp
 RING_BYTES = 512 * 1024  # per CPU
@@ -138,7 +138,7 @@ class PerfCollector(PerfCollectorBase):
             names.setdefault(tid, "")
         period_ms = 1000.0 / max(1, ctx.options.rate)
         rows = [
-            ((f"thread ({tid}): {names.get(tid, '')}", *table.stacks[sid]), c * period_ms)
+            ((ThreadFrame(tid, names.get(tid, "")).format(), *table.stacks[sid]), c * period_ms)
             for (tid, sid), c in counts.items()
         ]
         w.write_text("native/stacks.folded", format_folded(rows))

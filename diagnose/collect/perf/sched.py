@@ -36,7 +36,7 @@ from diagnose.collect.base import CaptureContext
 from diagnose.collect.perf.record import PerfCollectorBase, PerfRecord, record_failure, ring_pages
 from diagnose.formats.perf_sched import FutexWait, OffCpu, SchedSummary, convert, futex_cmd
 from diagnose.formats.perf_script import parse_script
-from diagnose.formats.stacks import StackTable, format_folded
+from diagnose.formats.stacks import StackTable, ThreadFrame, format_folded
 
 MAX_BYTES = 256 * 1024 * 1024
 MAX_SECONDS = 60.0
@@ -168,7 +168,7 @@ def write_tables(
                 off.writerow([_r(row.t - t0), row.tid, _r(row.cpu), row.state, _r(row.dur),
                               _r(row.cpu_in), _r(row.runq), _r(row.waker), sid])  # fmt: skip
                 if row.dur and row.state[:1] != "R":
-                    key = (f"thread ({row.tid})", f"off-CPU ({row.state})", *stack)
+                    key = (ThreadFrame(row.tid).format(), f"off-CPU ({row.state})", *stack)
                     folded[key] = folded.get(key, 0.0) + row.dur * 1000
             elif isinstance(row, FutexWait):
                 n_futex += 1

@@ -1,0 +1,156 @@
+"""The target process and the host it ran on: cores it may use, libraries and thread-pool
+settings (system.json), its CPU time, memory and faults (proc/process.csv), and how busy
+its CPUs were with its work, diagnose's and others' (proc/cpus.csv)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from diagnose.analyse.model import Context, rounded, series_items
+
+_POOL_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "BLIS_NUM_THREADS",
+             "TORCH_NUM_THREADS", "ORT_NUM_THREADS", "TF_NUM_INTRAOP_THREADS")  # fmt: skip
+
+
+def system_metrics(ctx: Context) -> None:
+    """Step: the cores the target may use, its libraries and thread-pool settings."""
+    m, s = ctx.metrics, ctx.data.system
+    if not s:
+        return
+    cap = s.get("capacity") or {}
+    cpu = s.get("cpu") or {}
+    m["cores_available"] = cap.get("cores_available")
+    m["logical_cpus"] = cpu.get("logical_cpus")
+    m["physical_cores"] = cpu.get("physical_cores")
+    m["cpu_quota_cores"] = cap.get("quota_cores")
+    usable = sorted(cap.get("usable_cpus") or [])
+    m["cpus_usable"] = _cpu_list(usable)
+    if len(usable) >= 4:
+        reserve = max(1, len(usable) // 8)
+        m["pin_suggestion"] = (
+            f"cores {_cpu_list(usable[reserve:])} for inference, {_cpu_list(usable[:reserve])} for the web server"
+        )
+    else:
+        m["pin_suggestion"] = (
+            f"with only {len(usable)} usable CPUs there is nothing to split: keep other work off cores {_cpu_list(usable)}"
+        )
+    libs = s.get("libraries") or {}
+    m["openmp_loaded"] = 1 if libs.get("openmp") else 0
+    m["blas_library"] = ", ".join(libs.get("blas", []))
+    m["ml_runtime"] = ", ".join(
+        k for k in ("onnxruntime", "libtorch", "tensorflow", "openvino") if libs.get(k)
+    )
+    env = s.get("env") or {}
+    vals = []
+    for k in _POOL_ENV:
+        try:
+            v = int(str(env.get(k, "")).split(",")[0])
+            if v > 0:
+                vals.append(v)
+        except ValueError:
+            pass
+    m["pool_threads_env"] = min(vals) if vals else None
+    m["pool_env_set"] = 1 if vals else 0
+    m["python_version"] = (s.get("python") or {}).get("version") or ""
+
+
+def process_metrics(ctx: Context) -> None:
+    """Step: the target's CPU time, memory and page faults over the capture."""
+    m, series, p = ctx.metrics, ctx.out.series, ctx.data.process
+    if p is None or len(p) < 2:
+        return
+    p = p.sort_values("t")
+    span = float(p["t"].iloc[-1] - p["t"].iloc[0])
+    if span <= 0:
+        return
+    for col in ("utime", "stime", "rss_bytes", "minflt", "majflt", "threads", "sys_running"):
+        if col in p:
+            p[col] = pd.to_numeric(p[col], errors="coerce")
+    cpu = (p["utime"] + p["stime"]).to_numpy()
+    m["process_cpu_cores"] = rounded((cpu[-1] - cpu[0]) / span, 3)
+    if cpu[-1] - cpu[0] > 0:
+        m["process_sys_share"] = rounded(
+            (p["stime"].iloc[-1] - p["stime"].iloc[0]) / (cpu[-1] - cpu[0]), 3
+        )
+    if "tool_cpu_s" in p:
+        tool = pd.to_numeric(p["tool_cpu_s"], errors="coerce").dropna()
+        if len(tool) >= 2:
+            m["tool_cpu_cores"] = rounded(max(0.0, float(tool.iloc[-1] - tool.iloc[0])) / span, 3)
+    if m.get("cores_available") and m["process_cpu_cores"] is not None:
+        m["process_cpu_share"] = rounded(m["process_cpu_cores"] / m["cores_available"], 3)
+    rss = p["rss_bytes"].to_numpy() / (1024 * 1024)
+    m["rss_mb"] = rounded(rss[-1], 1)
+    t = p["t"].to_numpy()
+    if len(t) >= 3 and np.ptp(t) > 0:
+        slope = np.polyfit(t - t[0], rss, 1)[0]
+        m["rss_growth_mb_per_min"] = rounded(slope * 60, 2)
+    m["minflt_per_s"] = rounded((p["minflt"].iloc[-1] - p["minflt"].iloc[0]) / span, 1)
+    m["majflt_per_s"] = rounded((p["majflt"].iloc[-1] - p["majflt"].iloc[0]) / span, 2)
+    # time series for charts: CPU cores used per second by the process
+    series["process"] = {
+        "t": [round(x, 3) for x in t.tolist()],
+        "rss_mb": [round(x, 1) for x in rss.tolist()],
+        "threads": p["threads"].fillna(0).astype(int).tolist(),
+        "sys_running": p["sys_running"].fillna(0).tolist() if "sys_running" in p else [],
+    }
+
+
+def cpu_metrics(ctx: Context) -> None:
+    """Step: how busy the CPUs the target may use were, and with whose work."""
+    m, series, data = ctx.metrics, ctx.out.series, ctx.data
+    c = data.cpus
+    if c is None or c.empty:
+        return
+    usable = set(
+        (data.system.get("capacity") or {}).get("usable_cpus") or c["cpu"].unique().tolist()
+    )
+    c = c.sort_values(["cpu", "t"])
+    g = c.groupby("cpu")
+    d_busy = g["busy_jiffies"].diff()
+    d_total = g["total_jiffies"].diff()
+    util = (d_busy / d_total.replace(0, np.nan)).clip(0, 1)
+    c = c.assign(util=util)
+    tot = g["total_jiffies"].agg(lambda s: s.iloc[-1] - s.iloc[0])
+    busy = g["busy_jiffies"].agg(lambda s: s.iloc[-1] - s.iloc[0])
+    per_cpu = (busy / tot.replace(0, np.nan)).fillna(0)
+    sel = [cpu for cpu in per_cpu.index if cpu in usable]
+    if sel:
+        m["host_cpu_util"] = rounded(float(per_cpu.loc[sel].mean()), 3)
+        cores = m.get("cores_available")
+        if m.get("tool_cpu_cores") is not None and cores:
+            m["tool_cpu_share"] = rounded(m["tool_cpu_cores"] / cores, 3)
+        if m.get("process_cpu_share") is not None:
+            other = max(0.0, m["host_cpu_util"] - m["process_cpu_share"])
+            m["host_other_cpu_share"] = rounded(other, 3)
+            if m["host_cpu_util"] > 0:
+                m["process_share_of_cpu_used"] = rounded(
+                    min(1.0, m["process_cpu_share"] / m["host_cpu_util"]), 3
+                )
+            if m.get("tool_cpu_share") is not None:
+                m["host_foreign_cpu_share"] = rounded(max(0.0, other - m["tool_cpu_share"]), 3)
+    # per-core series, binned to at most 200 points
+    ts = sorted(c["t"].unique().tolist())
+    step = max(1, len(ts) // 200)
+    keep = set(ts[::step])
+    cc = c[c["t"].isin(keep) & c["util"].notna()]
+    series["cpus"] = {
+        str(cpu): {"t": grp["t"].round(2).tolist(), "util": grp["util"].round(3).tolist()}
+        for cpu, grp in cc.groupby(cc["cpu"].astype(int))
+    }
+    series["cpu_mean"] = {str(int(k)): round(float(v), 3) for k, v in series_items(per_cpu)}
+
+
+def _cpu_list(cpus: list[int]) -> str:
+    if not cpus:
+        return ""
+    out: list[str] = []
+    start = prev = cpus[0]
+    for c in [*cpus[1:], None]:
+        if c is not None and c == prev + 1:
+            prev = c
+            continue
+        out.append(f"{start}-{prev}" if prev != start else f"{start}")
+        if c is not None:
+            start = prev = c
+    return ",".join(out)

@@ -1,0 +1,83 @@
+"""Joins between the bundle's tables: by time and thread, and once per distinct value.
+
+py-spy, /proc and perf each record on their own clock ticks; the analysis meets them here:
+the Python stack a thread was in at a moment, the items that fall inside time windows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+IntArray = npt.NDArray[np.int64]
+
+#: How far past the end of py-spy's interval a moment still takes its stack: py-spy's
+#: clock is aligned to the bundle's within a few ms, and it samples every 10 ms.
+STACK_TOLERANCE_S = 0.06
+
+
+def map_distinct(
+    values: pd.Series | npt.NDArray[Any], func: Callable[[Any], Any]
+) -> npt.NDArray[Any]:
+    """``func`` of every value, calling it once per distinct value (an object array).
+    Missing values (None, NaN) count as one value and are passed as NaN.
+
+    A long capture has millions of rows but few distinct stacks, frames or addresses:
+    this is what keeps the analysis linear in rows with a small constant."""
+    codes, uniques = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=False)
+    out = np.empty(len(uniques), dtype=object)
+    out[:] = [func(u) for u in uniques]
+    return out[codes]
+
+
+def python_stack_at(
+    py_intervals: pd.DataFrame | None,
+    t: npt.ArrayLike,
+    tid: npt.ArrayLike,
+    tolerance: float = STACK_TOLERANCE_S,
+) -> IntArray:
+    """The py-spy stack id thread ``tid[i]`` was in at time ``t[i]`` (-1 where unknown):
+    the last interval of that thread that started at or before ``t[i]``, if ``t[i]`` is no
+    more than ``tolerance`` after its end."""
+    ts = np.asarray(t, dtype=float)
+    out = np.full(len(ts), -1, dtype=np.int64)
+    if py_intervals is None or py_intervals.empty or len(ts) == 0:
+        return out
+    left = pd.DataFrame({"t": ts, "tid": np.asarray(tid), "i": np.arange(len(ts))})
+    merged = pd.merge_asof(
+        left.sort_values("t"),
+        py_intervals.sort_values("start"),
+        left_on="t",
+        right_on="start",
+        by="tid",
+        direction="backward",
+    )
+    ok = merged["stack_id"].notna() & (merged["t"] <= merged["end"] + tolerance)
+    out[merged.loc[ok, "i"].to_numpy()] = merged.loc[ok, "stack_id"].astype("int64").to_numpy()
+    return out
+
+
+def pairs(
+    mask: npt.NDArray[np.bool_],
+    start: npt.NDArray[np.float64],
+    end: npt.NDArray[np.float64],
+    lows: npt.NDArray[np.float64],
+    highs: npt.NDArray[np.float64],
+    side: Literal["left", "right"] = "left",
+) -> tuple[IntArray, IntArray]:
+    """Every (window, item) pair with the item inside the window, as two index arrays.
+
+    Windows are ``start[i]..end[i]`` for ``i`` in ``mask``. Items are sorted; item ``k`` can
+    be in window ``i`` from the first whose ``lows[k]`` is not before ``start[i]`` up to the
+    last whose ``highs[k]`` is before ``end[i]`` (``side`` 'right': or at it). Points pass
+    their times as both; intervals their ends as ``lows`` and their starts as ``highs``."""
+    idx = np.flatnonzero(mask)
+    lo = np.searchsorted(lows, start[idx], "left")
+    n = np.clip(np.searchsorted(highs, end[idx], side) - lo, 0, None)
+    w = np.repeat(idx, n)
+    k = np.repeat(lo, n) + (np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n))
+    return w, k

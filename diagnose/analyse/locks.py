@@ -1,0 +1,444 @@
+"""Locks: which locks threads waited on, how long, and who held them meanwhile.
+
+A *hot spot* is a lock two or more threads waited on. Two sources find them:
+
+- the /proc sampler's blocked ticks (the futex address each waiter was blocked on) with
+  py-spy's stacks (where they waited: their leaf Python frame), in :func:`proc_locks`;
+- perf's futex tracepoints (every wait, its address, its waiter's stacks, and the thread
+  whose FUTEX_WAKE ended it), in :func:`perf_locks`: wait time per address, and for a
+  native target the hot spots themselves.
+
+One holder model (:class:`~diagnose.analyse.model.Holder`) for both: what the holder ran
+while others waited is its leaf frame *inside the locked region*, by one rule
+(:func:`~diagnose.analyse.frames.inside_region`). Perf's holder is measured (the releases
+are recorded) and replaces py-spy's, which is inferred (a thread seen inside the region);
+the inferred one is kept beside it. The ``lock_top_*`` metrics describe the first hot spot
+and are written by :func:`top_lock_metrics` alone.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from diagnose.analyse.frames import inside_region, python_leaf, user_leaf
+from diagnose.analyse.joins import map_distinct, pairs
+from diagnose.analyse.load import BundleData
+from diagnose.analyse.model import (
+    BUSY_STATES,
+    Context,
+    Holder,
+    HolderThread,
+    Hotspot,
+    ThreadTime,
+    most_common,
+    ratio,
+    rounded,
+    series_items,
+)
+
+
+def top_lock_metrics(hotspots: list[Hotspot]) -> dict[str, Any]:
+    """The ``lock_*`` metrics of the first hot spot (measured absences without one)."""
+    if not hotspots:
+        return {
+            "lock_hotspots": 0,
+            "lock_top_address": "",
+            "lock_top_waiters": 0,
+            "lock_top_wait_s": 0.0,
+            "lock_top_share": 0.0,
+            "lock_top_site": "",
+            "lock_top_holder_site": "",
+            "lock_waiters_max": 0,
+        }
+    top = hotspots[0]
+    return {
+        "lock_hotspots": len(hotspots),
+        "lock_top_address": top.address,
+        "lock_top_waiters": top.waiters,
+        "lock_top_wait_s": top.wait_s,
+        "lock_top_share": top.share_of_busy,
+        "lock_top_site": top.site,
+        "lock_top_holder_site": top.holder.site if top.holder else "",
+        "lock_waiters_max": top.max_concurrent_waiters,
+    }
+
+
+def holder_source(holder: Holder | None) -> str:
+    if holder is None:
+        return ""
+    return "measured" if holder.measured else "inferred"
+
+
+# --- from /proc and py-spy -----------------------------------------------------------------
+
+
+def proc_locks(ctx: Context) -> None:
+    """Step: hot spots from the blocked ticks, with inferred holders."""
+    tt, data = ctx.threads, ctx.data
+    if tt is None or data.py_intervals is None:
+        return
+    iv = tt.intervals
+    busy = float(sum(iv[s].sum() for s in BUSY_STATES))
+    lk = iv[(iv["lock"] > 0) & (iv["futex_addr"] != "")]
+    hotspots: list[Hotspot] = []
+    for key, addrs in _lock_groups(lk).items():
+        grp = lk[lk["futex_addr"].isin(addrs)]
+        if grp["tid"].nunique() >= 2:
+            hotspots.append(_proc_hotspot(key, addrs, grp, busy, iv, data))
+    hotspots.sort(key=lambda h: -float(h.wait_s or 0))
+    ctx.hotspots = hotspots
+    ctx.out.locks = [h.to_dict() for h in hotspots]
+    ctx.metrics.update(top_lock_metrics(hotspots))
+
+
+def _lock_groups(lk: pd.DataFrame) -> dict[str, list[str]]:
+    """Addresses by lock: one address, or, for addresses with one waiter each but the same
+    Python site, that site (one lock seen through per-thread wait words: Python 3.13's
+    parking lot)."""
+    groups: dict[str, list[str]] = defaultdict(list)
+    for addr, grp in lk.groupby("futex_addr"):
+        if grp["tid"].nunique() >= 2:
+            groups[f"addr:{addr}"].append(str(addr))
+        else:
+            site = grp["wait_leaf"].mode().iloc[0] if grp["wait_leaf"].ne("").any() else ""
+            groups[f"site:{site}" if site else f"addr:{addr}"].append(str(addr))
+    return groups
+
+
+def _proc_hotspot(
+    key: str, addrs: list[str], grp: pd.DataFrame, busy: float, iv: pd.DataFrame, data: BundleData
+) -> Hotspot:
+    wait_s = float(grp["lock"].sum())
+    sites = Counter(x for x in grp["wait_leaf"].tolist() if x)
+    site = sites.most_common(1)[0][0] if sites else ""
+    by_thread = grp.groupby("tid")["lock"].sum().sort_values(ascending=False).head(20)
+    return Hotspot(
+        key=key,
+        address=addrs[0] if key.startswith("addr:") else f"{len(addrs)} addresses",
+        addresses=addrs[:20],
+        waiters=grp["tid"].nunique(),
+        waiter_threads=[
+            {"tid": int(t), "name": data.py_names.get(int(t), ""), "wait_s": rounded(float(s), 3)}
+            for t, s in series_items(by_thread)
+        ],
+        wait_s=rounded(wait_s, 3),
+        share_of_busy=rounded(ratio(wait_s, busy), 4) if busy > 0 else 0.0,
+        site=site,
+        sites=[(s, n) for s, n in sites.most_common(5)],
+        max_concurrent_waiters=int(grp.groupby("t")["tid"].nunique().max()),
+        holder=inferred_holder(iv, grp, site, data),
+        stacks=_waiter_stacks(grp, data),
+    )
+
+
+def _waiter_stacks(waits: pd.DataFrame, data: BundleData, n: int = 3) -> list[dict[str, Any]]:
+    """The Python stacks the waiters of one lock waited in, longest total wait first."""
+    known = waits[waits["stack_id"] >= 0]
+    top = known.groupby("stack_id")["lock"].sum().sort_values(ascending=False).head(n)
+    return [
+        {"frames": list(data.py_stacks.get(int(sid), ())), "wait_s": rounded(float(w), 3)}
+        for sid, w in series_items(top)
+    ]
+
+
+def inferred_holder(
+    iv: pd.DataFrame, waits: pd.DataFrame, site: str, data: BundleData
+) -> Holder | None:
+    """At ticks where threads waited, a thread running (or runnable) inside the locked
+    region; what it ran is its most common leaf frame there."""
+    if not site:
+        return None
+    cand = iv[
+        iv["t"].isin(waits["t"].unique())
+        & ((iv["running"] > 0) | (iv["runnable"] > 0))
+        & (iv["stack_id"] >= 0)
+    ]
+    # not the waiters themselves at the ticks they waited
+    waiting = pd.MultiIndex.from_arrays([waits["t"], waits["tid"]])
+    cand = cand[~pd.MultiIndex.from_arrays([cand["t"], cand["tid"]]).isin(waiting)]
+
+    def leaf_inside(sid: int) -> str:
+        st = data.py_stacks.get(int(sid), ())
+        return st[-1] if st and inside_region(st, site) else ""
+
+    inside = map_distinct(cand["stack_id"], leaf_inside)
+    hit = inside != ""
+    leaves: Counter[str] = Counter(inside[hit].tolist())
+    threads: Counter[int] = Counter(int(t) for t in cand["tid"].to_numpy()[hit])
+    if not leaves:
+        return None
+    leaf, ticks = leaves.most_common(1)[0]
+    return Holder(
+        site=leaf,
+        threads=tuple(
+            HolderThread(t, data.py_names.get(t, ""), c) for t, c in threads.most_common(5)
+        ),
+        measured=False,
+        evidence=ticks,
+    )
+
+
+# --- from perf's futex tracepoints ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FutexLock:
+    """A lock address two or more threads waited on, as perf's futex tracepoints saw it."""
+
+    address: str
+    waiters: int
+    waits: int
+    wait_s: float | None
+    blocked_waits: int | None  # waits that really slept (the rest found the lock free)
+    site: str  # the waiters' most common leaf Python frame, else native frame
+    sites: list[tuple[str, int]]
+    native_sites: list[tuple[str, int]]
+    waiter_threads: list[dict[str, Any]]
+    holder: Holder | None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["holder"] = self.holder.to_dict() if self.holder else None
+        return out
+
+
+def perf_locks(ctx: Context) -> None:
+    """Step: futex wait time by lock address with measured holders, native threads' mutex
+    waits, and the holder source of the top hot spot."""
+    fx = ctx.futex
+    if fx is not None:
+        perf = _futex_metrics(ctx, fx)
+        if ctx.threads is not None and not fx.empty:
+            _native_locks(ctx, ctx.threads, fx, perf)
+        _attach_measured(ctx.hotspots, perf)
+    if ctx.hotspots:
+        ctx.metrics.update(top_lock_metrics(ctx.hotspots))
+        ctx.metrics["lock_top_holder_source"] = holder_source(ctx.hotspots[0].holder)
+        ctx.out.locks = [h.to_dict() for h in ctx.hotspots]
+
+
+def _futex_metrics(ctx: Context, fx: pd.DataFrame) -> list[FutexLock]:
+    m = ctx.metrics
+    if fx.empty:
+        m["futex_wait_s"] = 0.0
+        m["futex_lock_wait_s"] = 0.0
+        return []
+    m["futex_wait_s"] = rounded(float(fx["dur"].sum()), 3)
+    lk = fx[fx["kind"] == "lock"]
+    m["futex_lock_wait_s"] = rounded(float(lk["dur"].sum()), 3)
+    locks = futex_locks(ctx.data, lk, fx)
+    ctx.out.extra.setdefault("perf", {})["futex_locks"] = [d.to_dict() for d in locks]
+    top = locks[0] if locks else None
+    m["futex_top_address"] = top.address if top else ""
+    m["futex_top_waiters"] = top.waiters if top else 0
+    m["futex_top_wait_s"] = top.wait_s if top else 0.0
+    m["futex_top_site"] = top.site if top else ""
+    m["futex_top_holder"] = top.holder.thread if top and top.holder else ""
+    m["futex_top_holder_site"] = top.holder.site if top and top.holder else ""
+    return locks
+
+
+def futex_locks(data: BundleData, lk: pd.DataFrame, fx: pd.DataFrame) -> list[FutexLock]:
+    """Lock addresses two or more threads waited on, longest wait first, with holders."""
+    out = []
+    for addr, grp in lk.groupby("uaddr"):
+        waiters = grp["tid"].nunique()
+        if waiters < 2:
+            continue
+        sites = Counter(s for s in grp["py_leaf"].tolist() if s)
+        natives = Counter(s for s in grp["native"].tolist() if s)
+        site = (sites or natives).most_common(1)[0][0] if (sites or natives) else ""
+        by_thread = grp.groupby("tid")["dur"].sum().sort_values(ascending=False).head(20)
+        out.append(
+            FutexLock(
+                address=str(addr),
+                waiters=int(waiters),
+                waits=len(grp),
+                wait_s=rounded(float(grp["dur"].sum()), 4),
+                blocked_waits=int(grp["blocked"].sum()) if "blocked" in grp else None,
+                site=site,
+                sites=sites.most_common(5),
+                native_sites=natives.most_common(5),
+                waiter_threads=[
+                    {
+                        "tid": int(t),
+                        "name": data.py_names.get(int(t), ""),
+                        "wait_s": rounded(float(w), 4),
+                    }
+                    for t, w in series_items(by_thread)
+                ],
+                holder=measured_holder(data, grp, fx, site),
+            )
+        )
+    out.sort(key=lambda d: -float(d.wait_s or 0))
+    return out[:20]
+
+
+def measured_holder(
+    data: BundleData, waits: pd.DataFrame, fx: pd.DataFrame, wait_site: str
+) -> Holder | None:
+    """The releasers of this address (measured) and what they ran while holding it.
+
+    For each wait with a known waker X: X held the lock from its own last acquisition of
+    the address (the end of its last wait on it, or the start of this wait if later) until
+    the release that ended this wait. What X ran then comes from py-spy's stacks of X that
+    overlap those windows (leaf Python frame; a stack at the lock's own wait site is a
+    sampling artefact, X cannot wait for a lock it holds), else from perf's on-CPU samples
+    of X inside them (native leaf)."""
+    w = waits.dropna(subset=["waker", "wake_t"])
+    if w.empty:
+        return None
+    addr = str(waits["uaddr"].iloc[0])
+    mine = fx[fx["uaddr"] == addr]
+    acquired = (mine["t"] + mine["dur"]).to_numpy()
+    acq_tid = mine["tid"].to_numpy()
+    holders = w["waker"].astype(int).to_numpy()
+    wake = w["wake_t"].to_numpy()
+    start = w["t"].to_numpy().copy()
+    # each holder's acquisitions, sorted: its last one before each wake, by binary search
+    for h in np.unique(holders):
+        times = np.sort(acquired[acq_tid == h])
+        if not len(times):
+            continue
+        sel = np.flatnonzero(holders == h)
+        k = np.searchsorted(times, wake[sel], side="right")
+        hit = k > 0
+        sel, k = sel[hit], k[hit]
+        start[sel] = np.maximum(start[sel], times[k - 1])
+    sites = sites_in_windows(data, holders, start, wake, wait_site)
+    threads = Counter(holders.tolist())
+    total = sum(sites.values())
+    return Holder(
+        site=most_common(sites, 1)[0][0] if sites else "",
+        threads=tuple(
+            HolderThread(int(t), data.py_names.get(int(t), ""), c)
+            for t, c in threads.most_common(5)
+        ),
+        measured=True,
+        evidence=len(w),
+        sites=tuple((s, rounded(v / total, 3)) for s, v in most_common(sites, 5)) if total else (),
+    )
+
+
+def sites_in_windows(
+    data: BundleData,
+    tids: npt.NDArray[np.integer[Any]],
+    start: npt.NDArray[np.float64],
+    end: npt.NDArray[np.float64],
+    exclude: str,
+) -> dict[str, float]:
+    """Leaf frames of each thread within its time windows, weighted by time (py-spy) or
+    by samples (perf on-CPU, when py-spy saw none)."""
+    sites: dict[str, float] = defaultdict(float)
+    iv = data.py_intervals
+    if iv is not None and not iv.empty:
+        # py-spy's clock is aligned to the bundle's within a few ms, which is as long as a
+        # critical section: a stack that overlaps a window is only counted when it is inside
+        # the locked region (the waiters' function, past their line), where there is one.
+        inside = {sid for sid, st in data.py_stacks.items() if inside_region(st, exclude)}
+        leaves = {
+            sid: python_leaf(st)
+            for sid, st in data.py_stacks.items()
+            if not inside or sid in inside
+        }
+        mine = iv[iv["tid"].isin(set(tids.tolist()))].sort_values("start")
+        names = sorted({x for x in leaves.values() if x and x != exclude})
+        code = {name: i for i, name in enumerate(names)}
+        acc = np.zeros(len(names))
+        for t, g in mine.groupby("tid"):
+            s, e = g["start"].to_numpy(), g["end"].to_numpy()
+            codes = np.array([code.get(leaves.get(int(x), ""), -1) for x in g["stack_id"]])
+            w, k = pairs(tids == t, start, end, e, s)
+            overlap = np.minimum(e[k], end[w]) - np.maximum(s[k], start[w])
+            ok = (overlap > 0) & (codes[k] >= 0)
+            acc += np.bincount(codes[k][ok], weights=overlap[ok], minlength=len(names))
+        sites.update({names[i]: float(v) for i, v in enumerate(acc) if v > 0})
+    ns = data.native_samples
+    if not sites and ns is not None and not ns.empty:
+        leaf_of: dict[int, str] = {}
+        for t, g in ns[ns["tid"].isin(set(tids.tolist()))].sort_values("t").groupby("tid"):
+            ts = g["t"].to_numpy()
+            _, k = pairs(tids == t, start, end, ts, ts, "right")
+            for sid in g["stack_id"].to_numpy()[k]:
+                if int(sid) not in leaf_of:
+                    leaf_of[int(sid)] = user_leaf(data.native_stacks.get(int(sid), ()))
+                if leaf_of[int(sid)]:
+                    sites[leaf_of[int(sid)]] += 1.0
+    return sites
+
+
+def _native_locks(ctx: Context, tt: ThreadTime, fx: pd.DataFrame, perf: list[FutexLock]) -> None:
+    """Native threads' mutex waits (moved from idle to lock by the thread-state step): their
+    share of busy time, and, for a target without Python stacks, the hot spots themselves."""
+    m, iv = ctx.metrics, tt.intervals
+    busy = float(sum(iv[s].sum() for s in BUSY_STATES))
+    m["native_lock_wait_share"] = rounded(tt.native_mutex_s / busy, 4) if busy > 0 else 0.0
+    if ctx.data.py_intervals is not None:
+        return  # the hot spots came from /proc and py-spy
+    per = tt.per_thread
+    native_tids = set(per.loc[~per["python"].astype(bool), "tid"].astype(int).tolist())
+    waiters = fx.groupby("uaddr")["tid"].agg(set)
+    hotspots = [
+        _perf_hotspot(d, fx, busy) for d in perf if waiters.get(d.address, set()) & native_tids
+    ]
+    if hotspots or native_tids:
+        ctx.hotspots = hotspots
+        m.update(top_lock_metrics(hotspots))
+
+
+def _perf_hotspot(d: FutexLock, fx: pd.DataFrame, busy: float) -> Hotspot:
+    return Hotspot(
+        key=f"addr:{d.address}",
+        address=d.address,
+        addresses=[d.address],
+        waiters=d.waiters,
+        waiter_threads=d.waiter_threads,
+        wait_s=d.wait_s,
+        share_of_busy=rounded(float(d.wait_s or 0) / busy, 4) if busy > 0 else 0.0,
+        site=d.site,
+        sites=list(d.native_sites),
+        max_concurrent_waiters=max_concurrent(fx[fx["uaddr"] == d.address]),
+        holder=d.holder,
+        source="perf",
+    )
+
+
+def _attach_measured(hotspots: list[Hotspot], perf: list[FutexLock]) -> None:
+    """Give each hot spot perf's view of its addresses: wait time, and the measured holder
+    in place of the inferred one (kept as ``holder_inferred``)."""
+    by_address = {d.address: d for d in perf}
+    for hot in hotspots:
+        found = [by_address[x] for x in hot.addresses if x in by_address]
+        if not found:
+            continue
+        best = max(found, key=lambda d: float(d.wait_s or 0))
+        hot.perf = {
+            "waits": best.waits,
+            "wait_s": best.wait_s,
+            "native_sites": best.native_sites,
+            "blocked_waits": best.blocked_waits,
+        }
+        if best.holder and best.holder.site and hot.source != "perf":
+            if hot.holder:
+                hot.holder_inferred = hot.holder
+            hot.holder = best.holder
+
+
+def max_concurrent(waits: pd.DataFrame) -> int:
+    """Most waits in progress at once (a sweep over starts and ends)."""
+    if waits.empty:
+        return 0
+    ev = np.concatenate(
+        [
+            np.stack([waits["t"], np.ones(len(waits))], 1),
+            np.stack([waits["t"] + waits["dur"], -np.ones(len(waits))], 1),
+        ]
+    )
+    ev = ev[np.lexsort((ev[:, 1], ev[:, 0]))]
+    return int(np.cumsum(ev[:, 1]).max())

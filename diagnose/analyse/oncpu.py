@@ -1,0 +1,211 @@
+"""On-CPU time and stages: which code the threads ran, by category of rules/frames.toml.
+
+Each on-CPU sample is a thread's stack at a moment it ran: perf's native stack joined with
+py-spy's Python stack of the same thread at the same moment; without perf, each py-spy
+stack weighted by the CPU time its thread had while in it. A stack is in a *stage*
+(preprocess, serialisation) if any frame matches one, else in the *kernel* type (compute,
+memory, allocator) of its leaf-most native frame, else ``model`` or ``other``. The
+categorised samples stay in ``ctx.oncpu`` for later steps (stage attribution by call
+structure, say).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from diagnose.analyse.frames import is_native_frame, mixed_stack
+from diagnose.analyse.joins import python_stack_at
+from diagnose.analyse.load import BundleData
+from diagnose.analyse.model import (
+    Context,
+    OnCpuSample,
+    ThreadTime,
+    most_common,
+    rounded,
+    series_items,
+)
+from diagnose.formats.stacks import Stack, ThreadFrame
+
+#: on-CPU categories only native frames can reveal: without perf they are not measured
+NATIVE_CATEGORIES = ("compute", "memory", "allocator")
+#: the categories inside the model
+INFERENCE_CATEGORIES = ("compute", "memory", "model")
+
+Sample = tuple[int, Stack, float]  # (tid, stack, weight)
+
+
+def oncpu(ctx: Context) -> None:
+    """Step: on-CPU shares by category, the top functions, how serial preprocessing is."""
+    data, m = ctx.data, ctx.metrics
+    if data.native_samples is not None and not data.native_samples.empty:
+        samples = perf_samples(data)
+        m["oncpu_source"] = "perf+py-spy" if data.py_intervals is not None else "perf"
+    elif ctx.threads is not None and data.py_intervals is not None:
+        samples = pyspy_samples(data)
+        m["oncpu_source"] = "py-spy"
+    else:
+        return
+    native = m["oncpu_source"] != "py-spy"
+    total = sum(w for _, _, w in samples)
+    if native:
+        m["oncpu_samples"] = len(samples)
+    else:
+        pyspy = data.bundle.collector("pyspy").details or {}
+        rate = float(pyspy.get("rate_hz") or data.bundle.manifest.capture.get("rate_hz") or 100)
+        m["oncpu_samples"] = round(total * rate)
+    per_stack: dict[tuple[int, Stack], float] = defaultdict(float)  # each stack once
+    for tid, st, w in samples:
+        per_stack[(tid, st)] += w
+    ctx.oncpu = [
+        OnCpuSample(tid, st, w, ctx.frames.categorize(st)) for (tid, st), w in per_stack.items()
+    ]
+    if total <= 0:
+        for c in ctx.frames.names:
+            m[f"oncpu_share_{c}"] = 0.0 if native or c not in NATIVE_CATEGORIES else None
+        m["oncpu_share_inference"] = 0.0
+        m["oncpu_native_share"] = 0.0
+        return
+    _shares(ctx, total, native)
+
+
+def _shares(ctx: Context, total: float, native: bool) -> None:
+    m, frames, names = ctx.metrics, ctx.frames, ctx.data.py_names
+    by_cat: dict[str, float] = defaultdict(float)
+    leaf_by_cat: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    thread_by_cat: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
+    stacks_by_cat: dict[str, dict[Stack, float]] = defaultdict(lambda: defaultdict(float))
+    leaf_all: dict[str, float] = defaultdict(float)
+    native_w = 0.0
+    flame: dict[Stack, float] = defaultdict(float)
+    for s in ctx.oncpu:
+        by_cat[s.category] += s.weight
+        leaf = s.stack[-1] if s.stack else "?"
+        leaf_by_cat[s.category][leaf] += s.weight
+        leaf_all[leaf] += s.weight
+        thread_by_cat[s.category][s.tid] += s.weight
+        stacks_by_cat[s.category][s.stack] += s.weight
+        if any(is_native_frame(f) for f in s.stack):
+            native_w += s.weight
+        flame[(ThreadFrame(s.tid, names.get(s.tid, "")).format(), *s.stack)] += s.weight
+    for c in frames.names:
+        m[f"oncpu_share_{c}"] = rounded(by_cat.get(c, 0.0) / total, 4)
+    if not native:  # Python stacks cannot tell a GEMM from a memcpy: not measured
+        for c in NATIVE_CATEGORIES:
+            m[f"oncpu_share_{c}"] = None
+    inference = sum(by_cat.get(c, 0.0) for c in INFERENCE_CATEGORIES)
+    m["oncpu_share_inference"] = rounded(inference / total, 4)
+    m["oncpu_native_share"] = rounded(native_w / total, 4)
+    m["oncpu_top_function"] = most_common(leaf_all, 1)[0][0] if leaf_all else ""
+    pre = leaf_by_cat.get("preprocess", {})
+    m["preprocess_top_function"] = most_common(pre, 1)[0][0] if pre else ""
+    comp: dict[str, float] = defaultdict(float)
+    for c in INFERENCE_CATEGORIES:
+        for leaf, w in leaf_by_cat.get(c, {}).items():
+            comp[leaf] += w
+    m["compute_top_function"] = most_common(comp, 1)[0][0] if comp else ""
+    _preprocess_threads(ctx, thread_by_cat.get("preprocess", {}))
+    ctx.out.oncpu = {
+        "total_weight": total,
+        "native": native,
+        "shares": {c: rounded(by_cat.get(c, 0.0) / total, 4) for c in frames.names},
+        "top_functions": {
+            c: [(f, rounded(w / total, 4)) for f, w in most_common(leaf_by_cat[c], 5)]
+            for c in leaf_by_cat
+        },
+        "top_stacks": {
+            c: [(list(s), rounded(w / total, 4)) for s, w in most_common(stacks_by_cat[c], 3)]
+            for c in stacks_by_cat
+        },
+        "descriptions": {c.name: c.description for c in frames.categories},
+    }
+    ctx.out.flames["cpu"] = list(flame.items())
+
+
+def _preprocess_threads(ctx: Context, by_thread: Mapping[int, float]) -> None:
+    """How serial preprocessing is: the threads that do it, the busiest one's share."""
+    m = ctx.metrics
+    ptotal = sum(by_thread.values())
+    if ptotal > 0:
+        m["preprocess_threads"] = sum(1 for v in by_thread.values() if v >= 0.1 * ptotal)
+        top_tid, top_w = most_common(by_thread, 1)[0]
+        m["preprocess_top_thread_share"] = rounded(top_w / ptotal, 3)
+        m["preprocess_top_thread_busy"] = _busy_fraction(ctx.threads, top_tid)
+    else:
+        m["preprocess_threads"] = 0
+        m["preprocess_top_thread_share"] = 0.0
+        m["preprocess_top_thread_busy"] = 0.0
+
+
+def _busy_fraction(tt: ThreadTime | None, tid: int) -> float | None:
+    if tt is None:
+        return None
+    row = tt.per_thread[tt.per_thread["tid"] == tid]
+    if row.empty or float(row["total"].iloc[0]) <= 0:
+        return None
+    return rounded(float(row["busy"].iloc[0]) / float(row["total"].iloc[0]), 3)
+
+
+def perf_samples(data: BundleData) -> list[Sample]:
+    """perf's on-CPU samples, each with the thread's Python stack then (mixed stacks)."""
+    ns = data.native_samples
+    if ns is None:
+        return []
+    py_ids = python_stack_at(data.py_intervals, ns["t"].to_numpy(), ns["tid"].to_numpy())
+    weights = ns["weight"].to_numpy() if "weight" in ns else np.ones(len(ns))
+    cache: dict[tuple[int, int], Stack] = {}
+    out: list[Sample] = []
+    for tid, sid, pid_, w in zip(
+        ns["tid"].to_numpy(), ns["stack_id"].to_numpy(), py_ids, weights, strict=True
+    ):
+        key = (int(sid), int(pid_))
+        st = cache.get(key)
+        if st is None:
+            st = mixed_stack(
+                data.py_stacks.get(int(pid_), ()), data.native_stacks.get(int(sid), ())
+            )
+            cache[key] = st
+        out.append((int(tid), st, float(w)))
+    return out
+
+
+def pyspy_samples(data: BundleData) -> list[Sample]:
+    """Python stacks weighted by the CPU time their thread had while in them (no perf).
+
+    A thread's cumulative on-CPU time (schedstat; utime+stime where schedstat is missing)
+    is known at every /proc tick. Interpolated linearly in between, its increase over a
+    py-spy interval is the CPU time the thread spent in that interval's stack. So every
+    py-spy sample counts (100 Hz), not only the stack seen at each /proc tick (20 Hz), and
+    a sample of a thread that was blocked weighs nothing.
+    """
+    th, iv = data.threads, data.py_intervals
+    if th is None or iv is None or iv.empty:
+        return []
+    if "oncpu_ns" in th and th["oncpu_ns"].notna().any():
+        cum = pd.to_numeric(th["oncpu_ns"], errors="coerce") / 1e9
+    else:
+        cum = pd.to_numeric(th["utime"], errors="coerce") + pd.to_numeric(
+            th["stime"], errors="coerce"
+        )
+    ticks = pd.DataFrame({"t": th["t"], "tid": th["tid"], "cum": cum}).dropna()
+    by_tid = dict(tuple(ticks.sort_values(["tid", "t"]).groupby("tid", sort=False)))
+    parts = []
+    for tid, grp in iv.groupby("tid", sort=False):
+        ref = by_tid.get(tid)
+        if ref is None or len(ref) < 2:
+            continue
+        t = ref["t"].to_numpy()
+        c = np.maximum.accumulate(ref["cum"].to_numpy())
+        w = np.interp(grp["end"].to_numpy(), t, c) - np.interp(grp["start"].to_numpy(), t, c)
+        parts.append(pd.DataFrame({"tid": tid, "stack_id": grp["stack_id"].to_numpy(), "w": w}))
+    if not parts:
+        return []
+    df = pd.concat(parts)
+    weights = df[df["w"] > 0].groupby(["tid", "stack_id"])["w"].sum()
+    return [
+        (int(tid), data.py_stacks.get(int(sid), ()), float(w))
+        for (tid, sid), w in series_items(weights)
+    ]

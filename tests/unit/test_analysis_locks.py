@@ -1,0 +1,136 @@
+"""Locks on hand-built tables: the one inside-the-region rule, inferred and measured holders,
+the lock_top_* block, and a native target whose hot spots perf alone finds."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from diagnose.analyse.frames import inside_region
+from diagnose.analyse.locks import perf_locks, proc_locks, top_lock_metrics
+from diagnose.analyse.pipeline import analyse_data
+from diagnose.analyse.threads import thread_states
+from tests.unit.analysis import FR, FUTEX, bundle_data, futex_table, run, ticks
+
+SITE = "worker (app.py:10)"  # where waiters wait: `with LOCK:`
+
+
+@pytest.mark.parametrize(
+    ("stack", "inside"),
+    [
+        (("main (app.py:1)", "worker (app.py:12)", "resize (img.py:40)"), True),  # the body
+        (("main (app.py:1)", "worker (app.py:10)"), False),  # at the wait line itself
+        (("main (app.py:1)", "worker (app.py:8)"), False),  # before it
+        (("main (other.py:1)", "worker (other.py:12)"), False),  # same name, other file
+        (("main (app.py:1)", "worker (app.py)"), False),  # no line: cannot be placed
+        (("main (app.py:1)", "worker2 (app.py:12)"), False),  # another function
+    ],
+)
+def test_inside_the_locked_region(stack, inside):
+    assert inside_region(stack, SITE) is inside
+
+
+def test_a_wait_site_without_a_line_has_no_region():
+    # a native site (perf) or a Python frame without its line: nothing is placed inside
+    assert not inside_region(("worker (app.py:12)",), "worker (app.py)")
+    assert not inside_region(("__lll_lock_wait (libc.so.6)",), "__lll_lock_wait (libc.so.6)")
+
+
+def python_lock(holder_stack: tuple[str, ...]) -> pd.DataFrame:
+    """Thread 1 runs in ``holder_stack`` while threads 2 and 3 wait at SITE on 0xa."""
+    rows = ticks(1, [round(0.1 * i, 9) for i in range(6)], state="R")
+    for tid in (2, 3):
+        rows += ticks(tid, [0.0] * 6, state="S", syscall=FUTEX, arg0="0xa")
+    stacks = {0: ("main (app.py:1)", SITE), 1: holder_stack}
+    intervals = [(1, 0.0, 0.55, 1), (2, 0.0, 0.55, 0), (3, 0.0, 0.55, 0)]
+    return bundle_data(rows, intervals, stacks)
+
+
+def test_proc_locks_infers_the_holder_running_inside_the_region():
+    ctx = run(python_lock(("main (app.py:1)", "worker (app.py:11)", "resize (img.py:40)")),
+              thread_states, proc_locks)  # fmt: skip
+    (hot,) = ctx.hotspots
+    assert (hot.address, hot.waiters, hot.site) == ("0xa", 2, SITE)
+    assert hot.wait_s == pytest.approx(1.0)
+    assert hot.holder is not None and not hot.holder.measured
+    assert hot.holder.site == "resize (img.py:40)"
+    assert [t.tid for t in hot.holder.threads] == [1]
+    m = ctx.metrics
+    assert m["lock_top_share"] == pytest.approx(1.0 / 1.5, abs=1e-4)  # 1 s of 1.5 s busy
+    assert m["lock_top_holder_site"] == "resize (img.py:40)"
+    # without perf, the holder source says how it was found
+    perf_locks(ctx)
+    assert m["lock_top_holder_source"] == "inferred"
+
+
+def test_a_thread_running_outside_the_region_is_not_the_holder():
+    # GIVEN the running thread is in the same function but before the `with` line
+    ctx = run(python_lock(("main (app.py:1)", "worker (app.py:9)")), thread_states, proc_locks)
+    # THEN no holder is claimed (a guess is not a measurement)
+    assert ctx.hotspots[0].holder is None
+    assert ctx.metrics["lock_top_holder_site"] == ""
+    perf_locks(ctx)
+    assert ctx.metrics["lock_top_holder_source"] == ""
+
+
+def test_no_hot_spot_is_a_measured_absence():
+    assert top_lock_metrics([]) == {
+        "lock_hotspots": 0, "lock_top_address": "", "lock_top_waiters": 0,
+        "lock_top_wait_s": 0.0, "lock_top_share": 0.0, "lock_top_site": "",
+        "lock_top_holder_site": "", "lock_waiters_max": 0,
+    }  # fmt: skip
+
+
+# --- a native target: perf finds the hot spots ---------------------------------------------
+
+MUTEX = ("start_thread (libc.so.6)", "__lll_lock_wait (libc.so.6)")
+HOLDING = ("start_thread (libc.so.6)", "compute_locked (libfoo.so)")
+
+
+def native_target(contended: bool):
+    """Threads 10 and 11 (no Python) blocked on the mutex 0xb; thread 12 runs and releases
+    it. ``contended``: both wait on it; else only thread 10 does."""
+    rows = ticks(12, [round(0.1 * i, 9) for i in range(11)], state="R", comm="pool")
+    waiters = (10, 11) if contended else (10,)
+    for tid in waiters:
+        rows += ticks(tid, [0.0] * 11, state="S", syscall=FUTEX, arg0="0xb", comm="pool")
+    waits = [
+        {"t": 0.0, "tid": 10, "uaddr": "0xb", "dur": 0.4, "stack_id": 0, "waker": 12, "wake_t": 0.4},
+        {"t": 0.1, "tid": 11, "uaddr": "0xb", "dur": 0.5, "stack_id": 0, "waker": 12, "wake_t": 0.6},
+    ][: len(waiters)]  # fmt: skip
+    samples = pd.DataFrame({"t": [0.2, 0.3, 0.5], "tid": [12, 12, 12], "stack_id": [1, 1, 1]})
+    return bundle_data(
+        rows,
+        is_python=False,
+        missing={"pyspy": "pyspy unavailable: not a Python process"},
+        sched_futex=futex_table(waits),
+        sched_stacks={0: MUTEX},
+        native_samples=samples,
+        native_stacks={1: HOLDING},
+    )
+
+
+def test_a_native_target_s_contended_mutex_is_found_by_perf_with_its_measured_holder():
+    a = analyse_data(native_target(contended=True), FR)
+    m = a.metrics
+    assert m["lock_hotspots"] == 1 and m["lock_top_address"] == "0xb"
+    assert m["lock_top_waiters"] == 2 and m["lock_top_wait_s"] == pytest.approx(0.9)
+    # busy: 1 s running + 2 s of mutex waits moved from idle to lock
+    assert m["lock_top_share"] == pytest.approx(0.9 / 3.0, abs=1e-4)
+    assert m["lock_waiters_max"] == 2  # the two waits overlap from 0.1 to 0.4
+    assert m["lock_top_site"] == "__lll_lock_wait (libc.so.6)"
+    assert m["lock_top_holder_site"] == "compute_locked (libfoo.so)"
+    assert m["lock_top_holder_source"] == "measured"
+    (hot,) = a.locks
+    assert hot["source"] == "perf" and hot["max_concurrent_waiters"] == 2
+    assert hot["holder"]["inferred"] is False and hot["holder"]["thread"] == "12"
+    assert "holder_inferred" not in hot  # the measured holder is not repeated as inferred
+
+
+def test_a_native_target_without_a_contended_mutex_measures_its_absence():
+    # GIVEN one thread waiting on the mutex (no lock two threads waited on)
+    m = analyse_data(native_target(contended=False), FR).metrics
+    # THEN every lock_top metric says "none" as a measurement, not "not measured"
+    assert m["lock_hotspots"] == 0
+    assert (m["lock_top_address"], m["lock_top_site"], m["lock_top_holder_site"]) == ("", "", "")
+    assert (m["lock_top_waiters"], m["lock_top_share"], m["lock_waiters_max"]) == (0, 0.0, 0)

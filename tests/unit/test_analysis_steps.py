@@ -1,0 +1,297 @@
+"""One analysis step at a time, each on a few hand-built rows: the host, scheduling, the GIL,
+on-CPU stages, flame graphs, hardware counters, futex wait kinds, and the pipeline."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from diagnose.analyse import counters, flames, gil, host, oncpu, sched, threads
+from diagnose.analyse.pipeline import STEPS, analyse_data
+from diagnose.analyse.registry import METRICS
+from diagnose.formats.stacks import ThreadFrame
+from tests.unit.analysis import FR, FUTEX, NANOSLEEP, bundle_data, futex_table, run, ticks
+
+GIL = {"python": {"runtime": {"start": "0x1000", "end": "0x2000"}}}
+
+
+# --- the target process and its host -------------------------------------------------------
+
+
+def test_system_metrics_read_capacity_libraries_and_pool_settings():
+    system = {
+        "capacity": {"cores_available": 8.0, "usable_cpus": [0, 1, 2, 3, 4, 5, 6, 7]},
+        "cpu": {"logical_cpus": 16, "physical_cores": 8},
+        "libraries": {"openmp": ["libgomp.so.1"], "blas": ["libopenblas.so"], "onnxruntime": ["x"]},
+        "env": {"OMP_NUM_THREADS": "4", "MKL_NUM_THREADS": "2,1", "ORT_NUM_THREADS": "zero"},
+        "python": {"version": "3.12"},
+    }
+    m = run(bundle_data(system=system), host.system_metrics).metrics
+    assert m["cpus_usable"] == "0-7"
+    assert m["pin_suggestion"] == "cores 1-7 for inference, 0 for the web server"
+    assert (m["openmp_loaded"], m["blas_library"], m["ml_runtime"]) == (
+        1,
+        "libopenblas.so",
+        "onnxruntime",
+    )
+    assert (m["pool_threads_env"], m["pool_env_set"]) == (2, 1)  # the smallest; junk ignored
+    assert m["python_version"] == "3.12"
+
+
+def test_process_and_host_cpu_tell_the_target_s_cpu_from_diagnose_s_and_others():
+    # GIVEN a target using 1 core of 2 for 2 s, diagnose 0.2 core, both CPUs 80% busy
+    process = pd.DataFrame({
+        "t": [0.0, 1.0, 2.0], "utime": [0.0, 0.9, 1.8], "stime": [0.0, 0.1, 0.2],
+        "rss_bytes": [100 * 2**20, 110 * 2**20, 120 * 2**20], "minflt": [0, 50, 100],
+        "majflt": [0, 0, 2], "threads": [4, 4, 4], "tool_cpu_s": [0.0, 0.2, 0.4],
+    })  # fmt: skip
+    cpus = pd.DataFrame({
+        "t": [0.0, 0.0, 2.0, 2.0], "cpu": [0, 1, 0, 1],
+        "busy_jiffies": [0.0, 0.0, 160.0, 160.0], "total_jiffies": [0.0, 0.0, 200.0, 200.0],
+    })  # fmt: skip
+    data = bundle_data(process=process, cpus=cpus)
+    m = run(data, host.system_metrics, host.process_metrics, host.cpu_metrics).metrics
+    assert m["process_cpu_cores"] == pytest.approx(1.0)
+    assert m["process_sys_share"] == pytest.approx(0.1)
+    assert m["rss_mb"] == pytest.approx(120.0) and m["rss_growth_mb_per_min"] == pytest.approx(
+        600.0
+    )
+    assert (m["minflt_per_s"], m["majflt_per_s"]) == (50.0, 1.0)
+    assert m["process_cpu_share"] == pytest.approx(0.5)
+    assert m["host_cpu_util"] == pytest.approx(0.8)
+    assert m["tool_cpu_share"] == pytest.approx(0.1)
+    assert m["host_other_cpu_share"] == pytest.approx(0.3)  # 0.8 - 0.5
+    assert m["host_foreign_cpu_share"] == pytest.approx(0.2)  # minus diagnose's 0.1
+
+
+# --- thread states and scheduling ----------------------------------------------------------
+
+
+def test_thread_metrics_and_proc_scheduling_on_two_threads():
+    # GIVEN thread 1 running 0.05 s and queued 0.05 s per 0.1 s (5 timeslices per
+    # interval), thread 2 asleep in nanosleep
+    rows = ticks(1, [0, 0.05, 0.1, 0.15, 0.2], [0, 0.05, 0.1, 0.15, 0.2])
+    for i, row in enumerate(rows):
+        row.update(slices=5 * i, vcsw=i, ivcsw=4 * i, migrations=i)
+    rows += ticks(2, [0.0] * 5, state="S", syscall=NANOSLEEP, vcsw=0, ivcsw=0, migrations=0)
+    steps = (
+        host.system_metrics,
+        threads.thread_states,
+        threads.thread_metrics,
+        sched.proc_scheduling,
+    )
+    ctx = run(bundle_data(rows), *steps)
+    m = ctx.metrics
+    # THEN half of thread 1's busy time is waiting for a core; thread 2 is idle
+    assert m["busy_share_running"] == pytest.approx(0.5)
+    assert m["busy_share_runnable"] == pytest.approx(0.5)
+    assert m["idle_share"] == pytest.approx(0.5)
+    assert (m["threads_total"], m["threads_busy"], m["cpu_bound_threads"]) == (2, 1, 1)
+    assert m["cpu_demand_threads_mean"] == pytest.approx(1.0)
+    assert m["runnable_per_core"] == pytest.approx(0.5)
+    # 0.05 s queued per 5 timeslices: 10 ms per timeslice
+    assert m["runq_delay_p50_ms"] == pytest.approx(10.0)
+    assert m["ctx_switches_voluntary_per_s"] == pytest.approx(10.0)
+    assert m["ctx_switches_involuntary_per_s"] == pytest.approx(40.0)
+    assert m["involuntary_switch_share"] == pytest.approx(0.8)
+    assert m["migrations_per_s"] == pytest.approx(10.0)
+    assert m["runnable_threads_mean"] == pytest.approx(1.0)
+
+
+def test_perf_scheduling_measures_each_event():
+    # GIVEN perf's switch-outs: two preemptions (state R) queued 1 ms and 3 ms, one
+    # voluntary sleep of 0.5 s in a futex wait that came back on another CPU
+    offcpu = pd.DataFrame({
+        "t": [0.0, 0.1, 0.2], "tid": [7, 7, 8], "cpu": [0, 0, 1], "state": ["R", "R+", "S"],
+        "dur": [0.001, 0.003, 0.5], "cpu_in": [0, 0, 0], "runq": [0.001, 0.003, float("nan")],
+        "waker": [float("nan")] * 3, "stack_id": [0, 0, 1],
+    })  # fmt: skip
+    stacks = {
+        0: ("work (libx.so)",),
+        1: ("start_thread (libc.so.6)", "__lll_lock_wait (libc.so.6)"),
+    }
+    ctx = run(bundle_data(sched_offcpu=offcpu, sched_stacks=stacks), sched.perf_scheduling)
+    m = ctx.metrics
+    assert m["sched_runq_events"] == 2
+    assert m["sched_runq_delay_p50_ms"] == pytest.approx(2.0)
+    assert m["sched_runq_delay_max_ms"] == pytest.approx(3.0)
+    window = 0.7  # first switch-out to the last one's end
+    assert m["sched_switches_involuntary_per_s"] == pytest.approx(round(2 / window, 1))
+    assert m["sched_migrations_per_s"] == pytest.approx(round(1 / window, 2))
+    assert m["offcpu_top_site"] == "__lll_lock_wait (libc.so.6)" and m["offcpu_top_share"] == 1.0
+    (((root, state, *_), secs),) = ctx.out.flames["offcpu"]
+    assert ThreadFrame.parse(root) == ThreadFrame(8, "") and state == "off-CPU (S)"
+    assert secs == pytest.approx(0.5)
+
+
+# --- the GIL -------------------------------------------------------------------------------
+
+
+def test_gil_waiters_are_counted_per_tick_by_address():
+    rows = ticks(1, [0, 0.1, 0.2], state="R")
+    rows += ticks(2, [0, 0, 0], state="S", syscall=FUTEX, arg0="0x1800")  # inside _PyRuntime
+    rows += ticks(3, [0, 0, 0], state="S", syscall=FUTEX, arg0="0x3000")  # another futex
+    stacks = {0: ("run (a.py:1)",)}
+    data = bundle_data(rows, [(t, 0.0, 0.25, 0) for t in (1, 2, 3)], stacks, system=GIL)
+    m = run(data, threads.thread_states, threads.thread_metrics, gil.gil_waiters).metrics
+    assert (m["gil_waiters_mean"], m["gil_waiters_max"]) == (1.0, 1)
+    assert m["busy_share_gil"] == pytest.approx(0.2 / 0.6, abs=1e-4)
+    # without the GIL's address, a Python target's GIL share is not measured
+    no_gil = bundle_data(rows, [(t, 0.0, 0.25, 0) for t in (1, 2, 3)], stacks)
+    m = run(no_gil, threads.thread_states, threads.thread_metrics, gil.gil_waiters).metrics
+    assert m["busy_share_gil"] is None and "gil_waiters_mean" not in m
+
+
+def test_gil_holders_from_py_spy_gil_samples():
+    folded = (
+        "thread (5): pre;serve (app.py:1);tokenize (app.py:9) 6\n"
+        "thread (6): infer;serve (app.py:1);predict (app.py:20) 2\n"
+        "not a thread frame;x 9\n"
+    )
+    ctx = run(bundle_data(gil_folded=folded), gil.gil_holders)
+    m = ctx.metrics
+    assert m["gil_held_samples"] == 8
+    assert (m["gil_holder_top"], m["gil_holder_top_share"]) == ("pre (5)", 0.75)
+    assert m["gil_holder_top_site"] == "tokenize (app.py:9)"
+    assert m["gil_holder_preprocess_share"] == 0.75  # tokenize is preprocessing
+    assert ctx.out.extra["gil_holders"] == [("pre (5)", 0.75), ("infer (6)", 0.25)]
+
+
+# --- on-CPU and stages ---------------------------------------------------------------------
+
+
+def test_perf_samples_join_python_stacks_and_take_the_kernel_s_category():
+    # GIVEN 3 perf samples of thread 1 in sgemm under predict(), 1 in tokenize, and py-spy's
+    # stack of thread 1 at those moments
+    py = {
+        0: ("serve (app.py:1)", "predict (app.py:5)"),
+        1: ("serve (app.py:1)", "tokenize (app.py:9)"),
+    }
+    native = {
+        0: ("start (libpython3.11.so)", "_PyEval_EvalFrameDefault (libpython3.11.so)", "sgemm_kernel (libopenblas.so)"),
+        1: ("start (libpython3.11.so)", "_PyEval_EvalFrameDefault (libpython3.11.so)"),
+    }  # fmt: skip
+    samples = pd.DataFrame(
+        {"t": [0.01, 0.02, 0.03, 0.15], "tid": [1] * 4, "stack_id": [0, 0, 0, 1]}
+    )
+    data = bundle_data(
+        ticks(1, [0, 0.1, 0.2]),
+        [(1, 0.0, 0.1, 0), (1, 0.1, 0.2, 1)],
+        py,
+        native_samples=samples,
+        native_stacks=native,
+        missing={},
+    )
+    ctx = run(data, threads.thread_states, oncpu.oncpu)
+    m = ctx.metrics
+    assert m["oncpu_source"] == "perf+py-spy" and m["oncpu_samples"] == 4
+    assert m["oncpu_share_compute"] == 0.75 and m["oncpu_share_preprocess"] == 0.25
+    assert m["oncpu_share_inference"] == 0.75 and m["oncpu_native_share"] == 0.75
+    assert m["compute_top_function"] == "sgemm_kernel (libopenblas.so)"
+    assert m["preprocess_top_function"] == "tokenize (app.py:9)"
+    # the mixed stack: Python frames, then the native frames below the interpreter's last
+    gemm = next(s for s in ctx.oncpu if s.category == "compute")
+    assert gemm.stack == ("serve (app.py:1)", "predict (app.py:5)", "sgemm_kernel (libopenblas.so)")
+    assert gemm.weight == 3.0
+    (root, *_), _w = ctx.out.flames["cpu"][0]
+    assert ThreadFrame.parse(root) == ThreadFrame(1, "thread-1")
+
+
+# --- flame graphs --------------------------------------------------------------------------
+
+
+def test_wall_and_waits_flames_are_rooted_at_their_thread():
+    rows = ticks(1, [0, 0.1, 0.2], state="R")
+    rows += ticks(2, [0, 0, 0], state="S", syscall=FUTEX, arg0="0xa")
+    py = {0: ("run (a.py:1)",), 1: ("run (a.py:1)", "worker (a.py:5)")}
+    data = bundle_data(rows, [(1, 0.0, 0.2, 0), (2, 0.0, 0.2, 1)], py, names={1: "main", 2: "w"})
+    ctx = run(data, threads.thread_states, flames.wall_and_waits)
+    wall = dict(ctx.out.flames["wall"])
+    assert wall[("thread (1): main", "run (a.py:1)")] == pytest.approx(0.2)
+    assert wall[("thread (2): w", "run (a.py:1)", "worker (a.py:5)")] == pytest.approx(0.2)
+    waits = dict(ctx.out.flames["waits"])
+    assert waits == {
+        ("lock wait", "thread (2): w", "run (a.py:1)", "worker (a.py:5)"): pytest.approx(0.2)
+    }
+
+
+# --- hardware ------------------------------------------------------------------------------
+
+
+def test_hardware_counters_and_false_sharing():
+    stat = "1000,,cycles,1,100.00\n1500,,instructions,1,100.00\n<not supported>,,cache-misses,0,0\n"
+    c2c = {
+        "metric": "hitm",
+        "summary": {"Load Operations": 200, "Load Local HITM": 30, "Load Remote HITM": 10},
+        "lines": [
+            {"address": "0x40", "hitm": 30, "accesses": [
+                {"offset": "0x0", "tid": 1, "symbol": "inc_a", "records": 20},
+                {"offset": "0x8", "tid": 2, "symbol": "inc_b", "records": 10}]},
+            {"address": "0x80", "hitm": 10, "accesses": []},
+            {"address": "0xc0", "hitm": 0},
+        ],
+    }  # fmt: skip
+    ctx = run(
+        bundle_data(perf_stat=stat, c2c=c2c), counters.false_sharing, counters.hardware_counters
+    )
+    m = ctx.metrics
+    assert m["ipc"] == 1.5 and "cache_miss_ratio" not in m  # not counted: not a measurement
+    assert m["c2c_lines_contended"] == 2 and m["c2c_hitm_load_share"] == 0.2
+    assert (m["c2c_top_line_address"], m["c2c_top_line_hitm_share"]) == ("0x40", 0.75)
+    assert (m["c2c_top_line_offsets"], m["c2c_top_line_threads"]) == (2, 2)
+    assert m["c2c_top_line_symbols"] == "inc_a, inc_b"
+
+
+# --- futex wait kinds ----------------------------------------------------------------------
+
+
+def test_futex_waits_are_classified_by_address_and_leaf_frame():
+    # GIVEN perf futex waits: thread 1 (Python) on the GIL, on a lock, in a queue get;
+    # thread 9 (native) in a mutex and in a condition wait
+    py = {
+        0: ("run (a.py:1)", "handle (a.py:3)"),
+        1: ("run (a.py:1)", "Queue.get (/usr/lib/python3.11/queue.py:171)"),
+    }
+    waits = futex_table([
+        {"t": 0.0, "tid": 1, "uaddr": "0x1800", "dur": 0.01},
+        {"t": 0.1, "tid": 1, "uaddr": "0xa", "dur": 0.01},
+        {"t": 0.3, "tid": 1, "uaddr": "0xb", "dur": 0.01},
+        {"t": 0.0, "tid": 9, "uaddr": "0xc", "dur": 0.01, "stack_id": 0},
+        {"t": 0.1, "tid": 9, "uaddr": "0xd", "dur": 0.01, "stack_id": 1},
+        {"t": 0.2, "tid": 9, "uaddr": "0xe", "dur": float("nan"), "stack_id": 0},  # never ended
+    ])  # fmt: skip
+    sched_stacks = {0: ("__lll_lock_wait (libc.so.6)",), 1: ("pthread_cond_wait (libc.so.6)",)}
+    data = bundle_data([], [(1, 0.0, 0.2, 0), (1, 0.2, 0.4, 1)], py, system=GIL,
+                       sched_futex=waits, sched_stacks=sched_stacks)  # fmt: skip
+    fx = threads.futex_waits(data, FR)
+    assert fx is not None
+    assert fx["kind"].tolist() == ["gil", "lock", "condition", "lock", "condition"]
+
+
+# --- the pipeline --------------------------------------------------------------------------
+
+
+def test_every_step_writes_only_catalogue_metrics_and_the_rest_says_why(fixture_analysis):
+    assert set(fixture_analysis.metrics) == set(METRICS)
+    for name, value in fixture_analysis.metrics.items():
+        assert (value is None) == (name in fixture_analysis.unmeasured), name
+
+
+def test_the_pipeline_runs_steps_in_order_with_one_signature():
+    seen: list[str] = []
+    steps = tuple(lambda ctx, n=n: seen.append(n) for n in ("a", "b", "c"))
+    a = analyse_data(bundle_data(), FR, steps)
+    assert seen == ["a", "b", "c"]
+    # nothing was written: every metric is unmeasured, with the missing collector's reason
+    assert a.unmeasured["oncpu_share_compute"] == "perf unavailable: perf is not installed"
+    assert a.unmeasured["window_s"] == "no data for it in this capture"
+    assert all(callable(s) for s in STEPS) and len(set(STEPS)) == len(STEPS)
+
+
+@pytest.fixture(scope="module")
+def fixture_analysis():
+    from diagnose.analyse import analyse
+    from diagnose.bundle.reader import Bundle
+    from tests.conftest import FIXTURES
+
+    return analyse(Bundle.open(FIXTURES / "bundles" / "lock_contention"))

@@ -1,0 +1,94 @@
+"""The analysis' shape, read from its source: no import cycle, no module reaching into another's
+private names, and data flowing one way (collect -> bundle -> analyse -> verdict -> render)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+PACKAGE = ROOT / "diagnose"
+#: what the analysis may import from diagnose: the bundle it reads and the parsers of its files
+ANALYSE_MAY_IMPORT = ("diagnose.analyse", "diagnose.bundle", "diagnose.formats",
+                      "diagnose.errors", "diagnose.resources", "diagnose.tomlfile")  # fmt: skip
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path, top_level_only: bool) -> list[tuple[str, list[str]]]:
+    """(module, names) of each ``import``/``from ... import`` in ``path``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    out = []
+    for node in nodes:
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.append((node.module, [a.name for a in node.names]))
+        elif isinstance(node, ast.Import):
+            out += [(a.name, []) for a in node.names]
+    return out
+
+
+MODULES = {_module(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def _graph() -> dict[str, set[str]]:
+    """Module -> the diagnose modules it imports (at the top or inside a function)."""
+    graph: dict[str, set[str]] = {}
+    for mod, path in MODULES.items():
+        deps = set()
+        for target, names in _imports(path, top_level_only=False):
+            # `from pkg import module` imports the module; `from module import name` the module
+            for candidate in [f"{target}.{n}" for n in names] + [target]:
+                if candidate in MODULES and candidate != mod:
+                    deps.add(candidate)
+                    break
+        graph[mod] = deps
+    return graph
+
+
+def test_no_import_cycle_through_the_analysis():
+    # every import counts, those inside functions too: a lazy import is how a cycle hides
+    graph = _graph()
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(mod: str, stack: list[str]) -> None:
+        state[mod] = 1
+        for dep in sorted(graph[mod]):
+            if state.get(dep) == 1:
+                cycles.append([*stack[stack.index(dep) :], dep])
+            elif dep not in state:
+                visit(dep, [*stack, dep])
+        state[mod] = 2
+
+    for mod in sorted(graph):
+        if mod not in state:
+            visit(mod, [mod])
+    assert [c for c in cycles if any(m.startswith("diagnose.analyse") for m in c)] == []
+
+
+def test_no_analysis_module_imports_another_s_private_names():
+    offenders = [
+        f"{mod}: from {target} import {name}"
+        for mod, path in MODULES.items()
+        if mod.startswith("diagnose.analyse")
+        for target, names in _imports(path, top_level_only=False)
+        for name in names
+        if target.startswith("diagnose") and name.startswith("_")
+    ]
+    assert offenders == []
+
+
+def test_the_analysis_reads_bundles_never_collectors_rules_or_renderers():
+    offenders = [
+        f"{mod} imports {target}"
+        for mod, path in MODULES.items()
+        if mod.startswith("diagnose.analyse")
+        for target, _ in _imports(path, top_level_only=False)
+        if target.startswith("diagnose") and not target.startswith(ANALYSE_MAY_IMPORT)
+    ]
+    assert offenders == []
