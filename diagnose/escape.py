@@ -103,7 +103,8 @@ def plotly_text(s: object, limit: int = 300) -> str:
 
 
 #: what makes a spreadsheet read a cell as a formula (OWASP's list), and the guard itself
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "'")
+CSV_GUARD = "'"
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", CSV_GUARD)
 
 
 def csv_cell(value: Any) -> Any:
@@ -111,12 +112,12 @@ def csv_cell(value: Any) -> Any:
     ``-``, ``@``, a tab or CR gets a leading ``'`` (so does text starting with ``'``, which
     keeps the guard reversible). Numbers are left alone."""
     if isinstance(value, str) and value.startswith(_FORMULA_START):
-        return "'" + value
+        return CSV_GUARD + value
     return value
 
 
 def csv_uncell(value: Any) -> Any:
     """The text :func:`csv_cell` was given (bundles that declare guarded CSV cells)."""
-    if isinstance(value, str) and value.startswith("'"):
-        return value[1:]
+    if isinstance(value, str) and value.startswith(CSV_GUARD):
+        return value[len(CSV_GUARD) :]
     return value

@@ -7,10 +7,12 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from diagnose.bundle.schema import validate
 from diagnose.errors import BadBundle
 
 SCHEMA = "diagnose.bundle"
 SCHEMA_VERSION = 1
+CSV_GUARDED = "guarded"
 
 
 class CollectorStatus(str, Enum):
@@ -70,9 +72,16 @@ class Manifest:
     state: str = "capturing"  # capturing | complete
     schema: str = SCHEMA
     schema_version: int = SCHEMA_VERSION
+    # "guarded": text cells of the CSV tables carry diagnose.escape.csv_cell's formula guard
+    # (readers undo it); absent in bundles written before it
+    csv_text: str = ""
+
+    @property
+    def csv_guarded(self) -> bool:
+        return self.csv_text == CSV_GUARDED
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d = {
             "schema": self.schema,
             "schema_version": self.schema_version,
             "tool_version": self.tool_version,
@@ -82,6 +91,9 @@ class Manifest:
             "capture": self.capture,
             "collectors": {name: rec.to_dict() for name, rec in self.collectors.items()},
         }
+        if self.csv_text:
+            d["csv_text"] = self.csv_text
+        return d
 
     @classmethod
     def from_dict(cls, data: Any) -> Manifest:
@@ -101,6 +113,7 @@ class Manifest:
             )
         if version < 1:
             raise BadBundle(f"bundle schema version {version} is unknown")
+        validate(data, "manifest.json")  # types and depth of every field (bundle/schema.py)
         sections: dict[str, dict[str, Any]] = {}
         for key in ("target", "host", "capture"):
             value = data.get(key)
@@ -124,6 +137,7 @@ class Manifest:
             },
             state=state,
             schema_version=version,
+            csv_text=str(data.get("csv_text", "")),
         )
 
     def replace(self, **changes: Any) -> Manifest:
