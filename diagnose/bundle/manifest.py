@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from diagnose.bundle.schema import validate
+from diagnose.bundle.schema import check_structure, validate
 from diagnose.errors import BadBundle
 
 SCHEMA = "diagnose.bundle"
@@ -99,6 +99,7 @@ class Manifest:
     def from_dict(cls, data: Any) -> Manifest:
         if not isinstance(data, dict):
             raise BadBundle("manifest.json is not a JSON object")
+        check_structure(data, "manifest.json")  # depth and numbers before anything reads it
         if data.get("schema") != SCHEMA:
             raise BadBundle(
                 f"manifest.json is not a diagnose bundle (schema {data.get('schema')!r})"
@@ -113,7 +114,6 @@ class Manifest:
             )
         if version < 1:
             raise BadBundle(f"bundle schema version {version} is unknown")
-        validate(data, "manifest.json")  # types and depth of every field (bundle/schema.py)
         sections: dict[str, dict[str, Any]] = {}
         for key in ("target", "host", "capture"):
             value = data.get(key)
@@ -126,15 +126,17 @@ class Manifest:
         state = data.get("state", "capturing")
         if state not in ("capturing", "complete"):
             raise BadBundle(f"manifest.json: unknown state {state!r}")
+        collectors = {  # their own messages first
+            str(name): CollectorRecord.from_dict(str(name), rec)
+            for name, rec in collectors_raw.items()
+        }
+        validate(data, "manifest.json")  # then the type and depth of every field (schema.py)
         return cls(
             tool_version=str(data.get("tool_version", "?")),
             target=sections["target"],
             host=sections["host"],
             capture=sections["capture"],
-            collectors={
-                str(name): CollectorRecord.from_dict(str(name), rec)
-                for name, rec in collectors_raw.items()
-            },
+            collectors=collectors,
             state=state,
             schema_version=version,
             csv_text=str(data.get("csv_text", "")),

@@ -15,13 +15,15 @@ through the same descriptor. Every JSON member passes :mod:`diagnose.bundle.sche
 from __future__ import annotations
 
 import errno
-import io
 import json
+import mmap
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus, Manifest
@@ -29,6 +31,7 @@ from diagnose.bundle.safedir import SafeDir
 from diagnose.bundle.schema import validate
 from diagnose.errors import BadBundle
 from diagnose.escape import CSV_GUARD as GUARD
+from diagnose.escape import csv_uncell
 
 MAX_JSON_BYTES = 512 * 1024 * 1024
 
@@ -127,16 +130,20 @@ class Bundle:
         self, rel: str, required: Sequence[str], dtypes: dict[str, Any] | None = None
     ) -> pd.DataFrame:
         """Load a CSV member. Rows cut short (a capture that was killed) are dropped."""
-        data = self.read_bytes(rel)
-        try:
-            df = pd.read_csv(io.BytesIO(data), on_bad_lines="skip", low_memory=False)
-        except pd.errors.EmptyDataError:
-            return pd.DataFrame({c: pd.Series(dtype="float64") for c in required})
-        except (ValueError, UnicodeDecodeError, OSError, pd.errors.ParserError) as exc:
-            raise BadBundle(f"{rel} is not a readable table: {_one_line(exc)}") from exc
-        if len(df) and not data.endswith(b"\n"):
+        fd = self.open_member(rel)
+        with os.fdopen(fd, "rb") as fh:  # pandas reads the file itself: no copy in memory
+            try:
+                size = os.fstat(fd).st_size
+                whole_rows = size == 0 or os.pread(fd, 1, size - 1) == b"\n"
+                guarded = self.manifest.csv_guarded and _has_guarded_cell(fd, size)
+                df = pd.read_csv(fh, on_bad_lines="skip", low_memory=False)
+            except pd.errors.EmptyDataError:
+                return pd.DataFrame({c: pd.Series(dtype="float64") for c in required})
+            except (ValueError, UnicodeDecodeError, OSError, pd.errors.ParserError) as exc:
+                raise BadBundle(f"{rel} is not a readable table: {_one_line(exc)}") from exc
+        if len(df) and not whole_rows:
             df = df.iloc[:-1]  # its last row was cut short: diagnose was stopped mid-write
-        if self.manifest.csv_guarded:
+        if guarded:
             _unguard(df)
         missing = [c for c in required if c not in df.columns]
         if missing:
@@ -169,18 +176,34 @@ class Bundle:
         return self.collector(name).status in (CollectorStatus.OK, CollectorStatus.PARTIAL)
 
 
+_GUARDED_CELL = re.compile(rb"(?:^|,)\"?" + re.escape(GUARD.encode()), re.M)
+
+
+def _has_guarded_cell(fd: int, size: int) -> bool:
+    """Could a cell of this file carry the formula guard? (A scan of the mapped file: most
+    tables have none, and then the columns need not be looked at.)"""
+    if size == 0:
+        return False
+    with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as data:
+        return _GUARDED_CELL.search(data) is not None  # type: ignore[call-overload]
+
+
 def _unguard(df: pd.DataFrame) -> None:
-    """Undo :func:`diagnose.escape.csv_cell` in every text column (vectorised: a table may
-    have millions of rows)."""
+    """Undo :func:`diagnose.escape.csv_cell` in every text column. A table may have millions
+    of rows but few distinct texts (thread names, states, frames): only those are changed."""
     for col in df.columns:
-        if pd.api.types.is_numeric_dtype(df[col]) or pd.api.types.is_bool_dtype(df[col]):
+        series = df[col]
+        if pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
             continue
-        try:
-            guarded = df[col].str.startswith(GUARD, na=False)
-        except AttributeError:  # not text after all
+        codes, uniques = pd.factorize(series)
+        values = np.asarray(uniques, dtype=object)
+        hit = [i for i, u in enumerate(values) if isinstance(u, str) and u[:1] == GUARD]
+        if not hit:
             continue
-        if guarded.any():
-            df.loc[guarded, col] = df.loc[guarded, col].str[len(GUARD) :]
+        for i in hit:
+            values[i] = csv_uncell(values[i])
+        restored = np.where(codes >= 0, values[np.maximum(codes, 0)], None)
+        df[col] = pd.Series(restored, index=df.index, dtype=object).astype(series.dtype)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -209,6 +232,8 @@ def _load_json(directory: SafeDir, rel: str, bundle: Bundle | None = None) -> An
         raise BadBundle(f"{rel} is nested too deeply") from exc
     except ValueError as exc:  # NaN/Infinity, an integer of thousands of digits
         raise BadBundle(f"{rel} is not valid JSON: {_one_line(exc)}") from exc
+    if rel == "manifest.json":
+        return doc  # Manifest.from_dict validates it, with its own messages first
     return validate(doc, rel)
 
 

@@ -306,3 +306,17 @@ def test_collector_names_reach_the_terminal_inert(tmp_path):
     # THEN the summary shows the escapes, it does not send them
     assert "\x1b" not in res.stdout
     assert "\\x1b]8;;https://attacker.example/" in res.stdout
+
+
+def test_an_error_quoting_a_crafted_field_name_is_one_inert_line(tmp_path):
+    # GIVEN a manifest whose collector name holds escapes and a newline, its reason a list
+    name = "\x1b]0;PWND\x07\n# x"
+    root = crafted(
+        tmp_path, lambda m: m["collectors"].update({name: {"status": "ok", "reason": [1]}})
+    )
+    res = CliRunner().invoke(main, ["report", str(root)])
+    # THEN one line on stderr names the field, its escapes shown, not sent
+    assert res.exit_code == 7, res.output
+    lines = res.stderr.strip().split("\n")
+    assert len(lines) == 1 and "expected a string, got a list" in lines[0], lines
+    assert "\x1b" not in res.stderr and "\\x1b]0;PWND" in res.stderr
