@@ -31,7 +31,8 @@ bundle_out_option = click.option(
     "-o",
     type=click.Path(path_type=Path),
     default=None,
-    help="Bundle directory to create (default: ./diagnose-PID-TIMESTAMP).",
+    help="Bundle directory to create (default: ./diagnose-PID-TIMESTAMP); an existing one "
+    "must be empty, yours and mode 0700.",
 )
 
 
