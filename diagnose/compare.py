@@ -27,8 +27,9 @@ from typing import Any
 
 from diagnose import __version__
 from diagnose.analyse.registry import known_metrics
+from diagnose.bundle.reader import Bundle
 from diagnose.formats.stacks import Stack, ThreadFrame
-from diagnose.report import Diagnosis, diagnose, output_paths, write_text
+from diagnose.report import Diagnosis, diagnose, open_output
 from diagnose.verdict.template import format_value
 
 COMPARE_SCHEMA = "diagnose.compare/1"
@@ -463,7 +464,9 @@ def build_comparison(before: Diagnosis, after: Diagnosis) -> dict[str, Any]:
     }
 
 
-def compare(before: Path, after: Path, rules_dirs: Iterable[Path] = ()) -> dict[str, Any]:
+def compare(
+    before: Path | Bundle, after: Path | Bundle, rules_dirs: Iterable[Path] = ()
+) -> dict[str, Any]:
     """Diagnose both bundles (same rules) and compare them."""
     rules = list(rules_dirs)
     return build_comparison(diagnose(before, rules), diagnose(after, rules))
@@ -473,10 +476,12 @@ FILENAMES = {"html": "compare.html", "md": "compare.md", "json": "compare.json"}
 
 
 def write_comparison(
-    c: dict[str, Any], after: Path, formats: list[str], out: Path | None = None
+    c: dict[str, Any], after: Path | Bundle, formats: list[str], out: Path | None = None
 ) -> dict[str, Path]:
     """Write the comparison in ``formats``: into the AFTER bundle unless ``out`` is given
-    (a file for one format, else a directory). Each file is complete or absent."""
+    (a file for one format, else a directory). Each file is complete or absent. Give the
+    AFTER bundle as the :class:`Bundle` that was compared: its directory is written through
+    the descriptor held since it was opened."""
     from diagnose.render.compare import render_compare_html, render_compare_markdown
 
     renderers = {
@@ -484,7 +489,8 @@ def write_comparison(
         "md": lambda: render_compare_markdown(c),
         "html": lambda: render_compare_html(c),
     }
-    paths = output_paths(after, formats, out, FILENAMES)
-    for fmt, path in paths.items():
-        write_text(path, renderers[fmt]())
-    return paths
+    bundle = after if isinstance(after, Bundle) else Bundle.open(after)
+    target = open_output(bundle, formats, out, FILENAMES)
+    for fmt in formats:
+        target.write(fmt, renderers[fmt]())
+    return target.paths()

@@ -2,6 +2,10 @@
 
 ``diagnose report`` and ``diagnose attach`` both call :func:`write_reports`; it reads the
 bundle alone, so editing rules and re-running ``diagnose report`` recomputes everything.
+
+Reports are written through a directory descriptor opened once (:func:`open_output`): the
+bundle's own, held since the bundle was opened, or the ``-o`` directory's; never by
+walking a path again, which the bundle's owner could have swapped for a link meanwhile.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from typing import Any
 from diagnose.analyse import Analysis, analyse
 from diagnose.bundle.manifest import CollectorStatus
 from diagnose.bundle.reader import Bundle
-from diagnose.bundle.writer import write_json_atomic, write_text_atomic
+from diagnose.bundle.safedir import SafeDir, write_all
+from diagnose.bundle.writer import dump_json, output_error
 from diagnose.errors import OutputError, UsageError
 from diagnose.render.model import build_report
 from diagnose.verdict import judge, load_rules
@@ -49,8 +54,8 @@ def parse_formats(text: str | Sequence[str]) -> list[str]:
     return out
 
 
-def diagnose(bundle_path: Path, rules_dirs: Iterable[Path] = ()) -> Diagnosis:
-    bundle = Bundle.open(bundle_path)
+def diagnose(bundle_path: Path | Bundle | SafeDir, rules_dirs: Iterable[Path] = ()) -> Diagnosis:
+    bundle = bundle_path if isinstance(bundle_path, Bundle) else Bundle.open(bundle_path)
     extra = list(rules_dirs)
     analysis = analyse(bundle, extra[-1] if extra else None)
     ruleset = load_rules(extra)
@@ -64,58 +69,91 @@ def diagnose(bundle_path: Path, rules_dirs: Iterable[Path] = ()) -> Diagnosis:
     return Diagnosis(bundle, analysis, report)
 
 
-def write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` (0600) so that ``path`` is either old or complete."""
+@dataclass
+class OutputTarget:
+    """Where reports go: a directory held open, and the file name of each format in it."""
+
+    dir: SafeDir
+    names: dict[str, str]
+
+    def path(self, fmt: str) -> Path:
+        """For people: the path of the ``fmt`` file."""
+        return self.dir.display / self.names[fmt]
+
+    def paths(self) -> dict[str, Path]:
+        return {f: self.path(f) for f in self.names}
+
+    def write(self, fmt: str, data: str | bytes) -> Path:
+        """Write the ``fmt`` file (0600) so that it is either old or complete."""
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+        try:
+            self.dir.write_atomic(self.names[fmt], lambda fd: write_all(fd, raw))
+        except OSError as exc:
+            raise output_error(self.path(fmt), exc) from exc
+        return self.path(fmt)
+
+
+def _open_dir(path: Path, create: bool) -> SafeDir:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if create and not path.is_dir():
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return SafeDir.open(path)
     except OSError as exc:
-        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    write_text_atomic(path, text)
+        raise OutputError(f"cannot write to {path}: {exc.strerror or exc}") from exc
 
 
-def output_paths(
-    bundle_path: Path,
+def open_output(
+    source: Bundle | SafeDir,
     formats: list[str],
     out: Path | None,
     filenames: Mapping[str, str] = FILENAMES,
-) -> dict[str, Path]:
+) -> OutputTarget:
+    """Open where the reports go, once: the source's directory (a bundle's descriptor, held
+    since the bundle was opened, or a sweep directory's) unless ``out`` is given: a file
+    for one format, else a directory (created if missing)."""
     if out is None:
-        return {f: bundle_path / filenames[f] for f in formats}
+        held = source.dir if isinstance(source, Bundle) else source
+        assert held is not None
+        return OutputTarget(held, {f: filenames[f] for f in formats})
     suffixes = {".html": "html", ".htm": "html", ".md": "md", ".json": "json"}
     if len(formats) == 1 and out.suffix.lower() in suffixes:
-        return {formats[0]: out}
+        return OutputTarget(_open_dir(out.parent, create=True), {formats[0]: out.name})
     if out.exists() and not out.is_dir():
         raise UsageError(f"-o {out} is a file; with several formats give a directory")
-    return {f: out / filenames[f] for f in formats}
+    return OutputTarget(_open_dir(out, create=True), {f: filenames[f] for f in formats})
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` (0600) so that ``path`` is either old or complete (its
+    directory is opened once, then the file is written through it)."""
+    with _open_dir(path.parent, create=True) as d:
+        OutputTarget(d, {"file": path.name}).write("file", text)
 
 
 def write_reports(
-    bundle_path: Path,
+    bundle_path: Path | Bundle | SafeDir,
     formats: list[str] | None = None,
     out: Path | None = None,
     rules_dirs: Iterable[Path] = (),
 ) -> tuple[Diagnosis, dict[str, Path]]:
     formats = formats or list(FORMATS)
-    d = diagnose(bundle_path, rules_dirs)
-    paths = output_paths(bundle_path, formats, out)
+    bundle = bundle_path if isinstance(bundle_path, Bundle) else Bundle.open(bundle_path)
+    target = open_output(bundle, formats, out)
+    d = diagnose(bundle, rules_dirs)
     # the small reports first: on a disk that fills up, they are the ones that fit
-    for fmt, path in sorted(paths.items(), key=lambda kv: kv[0] == "html"):
+    for fmt in sorted(formats, key=lambda f: f == "html"):
         if fmt == "json":
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise OutputError(f"cannot create {path.parent}: {exc.strerror}") from exc
-            write_json_atomic(path, d.report)
+            target.write(fmt, dump_json(d.report))
         elif fmt == "md":
             from diagnose.render.markdown import render_markdown
 
-            write_text(path, render_markdown(d.report))
+            target.write(fmt, render_markdown(d.report))
         elif fmt == "html":
             from diagnose.render.charts import chart_data
             from diagnose.render.html import render_html
 
-            write_text(path, render_html(d.report, chart_data(d.analysis)))
-    return d, paths
+            target.write(fmt, render_html(d.report, chart_data(d.analysis)))
+    return d, target.paths()
 
 
 def report_json(d: Diagnosis) -> str:

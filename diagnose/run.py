@@ -321,11 +321,10 @@ def validate_run(argv: Sequence[str], warmup: float, grace: float) -> None:
         raise UsageError(f"--grace must be between 0 and 600 seconds, not {grace:g}")
 
 
-def _remove_if_empty(out: Path | None, created: bool) -> None:
+def _remove_if_empty(writer: BundleWriter | None) -> None:
     """No capture happened: take back the directory we created for it (nothing else)."""
-    if out is not None and created:
-        with contextlib.suppress(OSError):
-            out.rmdir()
+    if writer is not None:
+        writer.discard()
 
 
 def run_command(
@@ -348,16 +347,15 @@ def run_command(
     """
     validate_options(options)
     validate_run(argv, warmup, grace)
-    created = False
+    writer = None
     if out is not None:  # an unusable --out fails now, before the command starts
-        created = not out.exists()
-        BundleWriter.create(out)
+        writer = BundleWriter.create(out)
     with terminate_is_interrupt():
         result: CaptureResult | None = None
         try:
             child = LaunchedCommand(argv, stdout=stdout)
         except BaseException:
-            _remove_if_empty(out, created)
+            _remove_if_empty(writer)
             raise
         try:
             child.warm_up(warmup, progress)
@@ -368,14 +366,16 @@ def run_command(
                 follow_children=follow_children,
                 progress=progress,
                 command=command,
+                writer=writer,
             )
         finally:
             exit_ = child.stop(grace, capture_ended=result is not None)
             if result is None:
-                _remove_if_empty(out, created)
+                _remove_if_empty(writer)
     result.manifest.capture["run"] = exit_.to_dict()
     try:
-        BundleWriter(result.bundle).write_manifest(result.manifest)
+        assert result.writer is not None
+        result.writer.write_manifest(result.manifest)
     except OutputError:
         pass  # the bundle stays valid without it; the terminal still reports the exit
     return RunResult(result, exit_)

@@ -7,10 +7,12 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from diagnose.bundle.schema import check_structure, validate
 from diagnose.errors import BadBundle
 
 SCHEMA = "diagnose.bundle"
 SCHEMA_VERSION = 1
+CSV_GUARDED = "guarded"
 
 
 class CollectorStatus(str, Enum):
@@ -70,9 +72,16 @@ class Manifest:
     state: str = "capturing"  # capturing | complete
     schema: str = SCHEMA
     schema_version: int = SCHEMA_VERSION
+    # "guarded": text cells of the CSV tables carry diagnose.escape.csv_cell's formula guard
+    # (readers undo it); absent in bundles written before it
+    csv_text: str = ""
+
+    @property
+    def csv_guarded(self) -> bool:
+        return self.csv_text == CSV_GUARDED
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d = {
             "schema": self.schema,
             "schema_version": self.schema_version,
             "tool_version": self.tool_version,
@@ -82,11 +91,15 @@ class Manifest:
             "capture": self.capture,
             "collectors": {name: rec.to_dict() for name, rec in self.collectors.items()},
         }
+        if self.csv_text:
+            d["csv_text"] = self.csv_text
+        return d
 
     @classmethod
     def from_dict(cls, data: Any) -> Manifest:
         if not isinstance(data, dict):
             raise BadBundle("manifest.json is not a JSON object")
+        check_structure(data, "manifest.json")  # depth and numbers before anything reads it
         if data.get("schema") != SCHEMA:
             raise BadBundle(
                 f"manifest.json is not a diagnose bundle (schema {data.get('schema')!r})"
@@ -113,17 +126,20 @@ class Manifest:
         state = data.get("state", "capturing")
         if state not in ("capturing", "complete"):
             raise BadBundle(f"manifest.json: unknown state {state!r}")
+        collectors = {  # their own messages first
+            str(name): CollectorRecord.from_dict(str(name), rec)
+            for name, rec in collectors_raw.items()
+        }
+        validate(data, "manifest.json")  # then the type and depth of every field (schema.py)
         return cls(
             tool_version=str(data.get("tool_version", "?")),
             target=sections["target"],
             host=sections["host"],
             capture=sections["capture"],
-            collectors={
-                str(name): CollectorRecord.from_dict(str(name), rec)
-                for name, rec in collectors_raw.items()
-            },
+            collectors=collectors,
             state=state,
             schema_version=version,
+            csv_text=str(data.get("csv_text", "")),
         )
 
     def replace(self, **changes: Any) -> Manifest:

@@ -4,85 +4,147 @@ A bundle may be partial (the capture was interrupted, the target exited, diagnos
 killed): whatever complete rows and documents it holds are still used. A member that is
 corrupt raises :class:`~diagnose.errors.BadBundle` naming the file; callers that can do
 without it catch that and mark the data as missing.
+
+A bundle may also come from someone else. Its directory is opened once
+(:class:`~diagnose.bundle.safedir.SafeDir`) and every member is read from that descriptor
+without following links (a member that is a symlink is refused, it may point anywhere),
+only if it is a regular file (a FIFO would block); ``diagnose report`` writes its reports
+through the same descriptor. Every JSON member passes :mod:`diagnose.bundle.schema`.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import mmap
+import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus, Manifest
+from diagnose.bundle.safedir import SafeDir
+from diagnose.bundle.schema import validate
 from diagnose.errors import BadBundle
+from diagnose.escape import CSV_GUARD as GUARD
+from diagnose.escape import csv_uncell
 
 MAX_JSON_BYTES = 512 * 1024 * 1024
 
 
 class Bundle:
-    def __init__(self, root: Path, manifest: Manifest) -> None:
-        self.root = root
+    def __init__(self, root: Path, manifest: Manifest, directory: SafeDir | None = None) -> None:
+        self.root = Path(root)  # as the user gave it: for messages and the report
         self.manifest = manifest
+        self.dir = directory
 
     @classmethod
-    def open(cls, root: str | Path) -> Bundle:
-        root = Path(root)
-        if not root.exists():
-            raise BadBundle(f"bundle {root} does not exist")
-        if not root.is_dir():
-            raise BadBundle(f"{root} is not a bundle directory")
-        mpath = root / "manifest.json"
-        if not mpath.is_file():
-            raise BadBundle(f"{root} has no manifest.json: not a diagnose bundle")
-        data = _load_json_file(mpath)
-        return cls(root, Manifest.from_dict(data))
+    def open(cls, root: str | Path | SafeDir) -> Bundle:
+        """Open the bundle directory (once) and read its manifest."""
+        if isinstance(root, SafeDir):
+            directory = root
+        else:
+            try:
+                directory = SafeDir.open(root)
+            except FileNotFoundError:
+                raise BadBundle(f"bundle {root} does not exist") from None
+            except NotADirectoryError:
+                raise BadBundle(f"{root} is not a bundle directory") from None
+            except OSError as exc:
+                raise BadBundle(f"cannot open bundle {root}: {exc.strerror}") from None
+        if not directory.is_file("manifest.json"):
+            directory.close()
+            raise BadBundle(f"{directory.display} has no manifest.json: not a diagnose bundle")
+        try:
+            data = _load_json(directory, "manifest.json")
+            manifest = Manifest.from_dict(data)
+        except BaseException:
+            directory.close()
+            raise
+        return cls(directory.display, manifest, directory)
+
+    def close(self) -> None:
+        if self.dir is not None:
+            self.dir.close()
+
+    def __enter__(self) -> Bundle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # -- members -------------------------------------------------------------------------
 
+    def _dir(self) -> SafeDir:
+        if self.dir is None:
+            raise BadBundle(f"bundle {self.root} is not open")
+        return self.dir
+
     def path(self, rel: str) -> Path:
-        p = (self.root / rel).resolve()
-        if not p.is_relative_to(self.root.resolve()):
-            raise BadBundle(f"bundle member {rel!r} points outside the bundle")
-        return p
+        """The member's path, for messages (members are read with :meth:`open_member`)."""
+        return self.root / rel
 
     def has(self, rel: str) -> bool:
-        try:
-            return self.path(rel).is_file()
-        except BadBundle:
-            return False
+        return self.dir is not None and self.dir.is_file(rel)
 
-    def json(self, rel: str) -> Any:
-        p = self.path(rel)
-        if not p.is_file():
-            raise BadBundle(f"{rel} is missing from the bundle")
-        return _load_json_file(p)
-
-    def text(self, rel: str) -> str:
-        p = self.path(rel)
-        if not p.is_file():
-            raise BadBundle(f"{rel} is missing from the bundle")
+    def open_member(self, rel: str) -> int:
+        """A read descriptor of member ``rel``: a regular file inside the bundle, or
+        BadBundle saying why not."""
+        d = self._dir()
         try:
-            return p.read_text(encoding="utf-8", errors="replace")
+            return d.open_read(rel)
+        except ValueError as exc:
+            raise BadBundle(str(exc)) from None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP or (exc.errno == errno.ENOTDIR and d.lstat(rel) is None):
+                raise BadBundle(
+                    f"bundle member {rel!r} is a symbolic link, which may point outside the "
+                    "bundle: not read"
+                ) from None
+            if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+                raise BadBundle(f"{rel} is missing from the bundle") from None
+            if exc.errno == errno.EISDIR:
+                raise BadBundle(f"{rel} is not a regular file") from None
+            raise BadBundle(f"cannot read {rel}: {exc.strerror}") from None
+
+    def read_bytes(self, rel: str) -> bytes:
+        fd = self.open_member(rel)
+        try:
+            with os.fdopen(fd, "rb") as fh:
+                return fh.read()
         except OSError as exc:
             raise BadBundle(f"cannot read {rel}: {exc.strerror}") from exc
+
+    def json(self, rel: str) -> Any:
+        """Member ``rel`` parsed and validated (:mod:`diagnose.bundle.schema`)."""
+        return _load_json(self._dir(), rel, self)
+
+    def text(self, rel: str) -> str:
+        return self.read_bytes(rel).decode("utf-8", errors="replace")
 
     def table(
         self, rel: str, required: Sequence[str], dtypes: dict[str, Any] | None = None
     ) -> pd.DataFrame:
         """Load a CSV member. Rows cut short (a capture that was killed) are dropped."""
-        p = self.path(rel)
-        if not p.is_file():
-            raise BadBundle(f"{rel} is missing from the bundle")
-        try:
-            df = pd.read_csv(p, on_bad_lines="skip", low_memory=False)
-        except pd.errors.EmptyDataError:
-            return pd.DataFrame({c: pd.Series(dtype="float64") for c in required})
-        except (ValueError, UnicodeDecodeError, OSError, pd.errors.ParserError) as exc:
-            raise BadBundle(f"{rel} is not a readable table: {_one_line(exc)}") from exc
-        if len(df) and not _ends_with_newline(p):
+        fd = self.open_member(rel)
+        with os.fdopen(fd, "rb") as fh:  # pandas reads the file itself: no copy in memory
+            try:
+                size = os.fstat(fd).st_size
+                whole_rows = size == 0 or os.pread(fd, 1, size - 1) == b"\n"
+                guarded = self.manifest.csv_guarded and _has_guarded_cell(fd, size)
+                df = pd.read_csv(fh, on_bad_lines="skip", low_memory=False)
+            except pd.errors.EmptyDataError:
+                return pd.DataFrame({c: pd.Series(dtype="float64") for c in required})
+            except (ValueError, UnicodeDecodeError, OSError, pd.errors.ParserError) as exc:
+                raise BadBundle(f"{rel} is not a readable table: {_one_line(exc)}") from exc
+        if len(df) and not whole_rows:
             df = df.iloc[:-1]  # its last row was cut short: diagnose was stopped mid-write
+        if guarded:
+            _unguard(df)
         missing = [c for c in required if c not in df.columns]
         if missing:
             raise BadBundle(f"{rel} lacks column(s) {', '.join(missing)}")
@@ -97,7 +159,7 @@ class Bundle:
                     df[col] = pd.to_numeric(df[col], errors="raise").astype("int64")
                 else:
                     df[col] = df[col].astype(dtype)
-            except (ValueError, TypeError) as exc:
+            except (ValueError, TypeError, OverflowError) as exc:
                 raise BadBundle(f"{rel}: column {col} has bad values: {_one_line(exc)}") from exc
         return df.reset_index(drop=True)
 
@@ -114,33 +176,65 @@ class Bundle:
         return self.collector(name).status in (CollectorStatus.OK, CollectorStatus.PARTIAL)
 
 
-def _ends_with_newline(p: Path) -> bool:
-    try:
-        with p.open("rb") as fh:
-            fh.seek(-1, 2)
-            return fh.read(1) == b"\n"
-    except OSError:
-        return True
+_GUARDED_CELL = re.compile(rb"(?:^|,)\"?" + re.escape(GUARD.encode()), re.M)
+
+
+def _has_guarded_cell(fd: int, size: int) -> bool:
+    """Could a cell of this file carry the formula guard? (A scan of the mapped file: most
+    tables have none, and then the columns need not be looked at.)"""
+    if size == 0:
+        return False
+    with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as data:
+        return _GUARDED_CELL.search(data) is not None  # type: ignore[call-overload]
+
+
+def _unguard(df: pd.DataFrame) -> None:
+    """Undo :func:`diagnose.escape.csv_cell` in every text column. A table may have millions
+    of rows but few distinct texts (thread names, states, frames): only those are changed."""
+    for col in df.columns:
+        series = df[col]
+        if pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
+            continue
+        codes, uniques = pd.factorize(series)
+        values = np.asarray(uniques, dtype=object)
+        hit = [i for i, u in enumerate(values) if isinstance(u, str) and u[:1] == GUARD]
+        if not hit:
+            continue
+        for i in hit:
+            values[i] = csv_uncell(values[i])
+        restored = np.where(codes >= 0, values[np.maximum(codes, 0)], None)
+        df[col] = pd.Series(restored, index=df.index, dtype=object).astype(series.dtype)
 
 
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:200]
 
 
-def _load_json_file(p: Path) -> Any:
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _load_json(directory: SafeDir, rel: str, bundle: Bundle | None = None) -> Any:
+    st = directory.lstat(rel)
+    if st is not None and st.st_size > MAX_JSON_BYTES:
+        raise BadBundle(f"{rel} is {st.st_size} bytes, too large to be a bundle document")
+    if bundle is not None:
+        data = bundle.read_bytes(rel)
+    else:
+        data = Bundle(directory.display, _EMPTY, directory).read_bytes(rel)
     try:
-        size = p.stat().st_size
-        if size > MAX_JSON_BYTES:
-            raise BadBundle(f"{p.name} is {size} bytes, too large to be a bundle document")
-        with p.open("rb") as fh:
-            return json.loads(fh.read().decode("utf-8"))
+        doc = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
-        raise BadBundle(
-            f"{p.name} is corrupt or truncated: {exc.msg} at line {exc.lineno}"
-        ) from exc
+        raise BadBundle(f"{rel} is corrupt or truncated: {exc.msg} at line {exc.lineno}") from exc
     except UnicodeDecodeError as exc:
-        raise BadBundle(f"{p.name} is not UTF-8 text") from exc
+        raise BadBundle(f"{rel} is not UTF-8 text") from exc
     except RecursionError as exc:
-        raise BadBundle(f"{p.name} is nested too deeply") from exc
-    except OSError as exc:
-        raise BadBundle(f"cannot read {p.name}: {exc.strerror}") from exc
+        raise BadBundle(f"{rel} is nested too deeply") from exc
+    except ValueError as exc:  # NaN/Infinity, an integer of thousands of digits
+        raise BadBundle(f"{rel} is not valid JSON: {_one_line(exc)}") from exc
+    if rel == "manifest.json":
+        return doc  # Manifest.from_dict validates it, with its own messages first
+    return validate(doc, rel)
+
+
+_EMPTY = Manifest(tool_version="", target={}, host={}, capture={})

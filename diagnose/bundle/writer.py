@@ -1,9 +1,20 @@
-"""Writing a bundle: private permissions, atomic JSON, streamed tables, a disk budget.
+"""Writing a bundle: a private directory held by descriptor, atomic JSON, streamed tables, a
+disk budget.
 
-Every file is created readable by its owner only (0600, directories 0700): a bundle holds
-stacks, paths and command lines of a production service. JSON documents are written to a
-temporary name and renamed, so a reader never sees half of one; tables are streamed and
-flushed, so a capture that is cut short keeps every complete row.
+The bundle directory is created by :class:`~diagnose.bundle.safedir.SafeDir` (new and 0700,
+or an existing empty one the caller owns with mode 0700) and held open: every member is
+reached from that descriptor, never by re-walking a path someone else could change (see
+``safedir.py``). Every file is created readable by its owner only (0600, directories
+0700): a bundle holds stacks, paths and command lines of a production service. JSON
+documents are written to a temporary name and renamed, so a reader never sees half of one;
+tables are streamed and flushed, so a capture that is cut short keeps every complete row.
+
+``path(rel)`` and ``root`` are ``/proc/self/fd/N/...`` paths: helpers (py-spy ``--output``,
+perf ``-o``, a child's stderr) write through them into this very directory, and reading
+them back in diagnose reaches the same place. ``location`` is the path for people.
+
+Text cells of CSV tables are guarded for spreadsheets (:func:`diagnose.escape.csv_cell`);
+the manifest says so (``csv_text``) and the reader undoes it, so names come back exact.
 """
 
 from __future__ import annotations
@@ -14,139 +25,173 @@ import errno
 import io
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import IO, Any
 
 from diagnose.bundle.manifest import Manifest
+from diagnose.bundle.safedir import (
+    DIR_MODE,
+    FILE_MODE,
+    SafeDir,
+    UnsafeDirectory,
+    write_all,
+)
 from diagnose.errors import OutputError
+from diagnose.escape import csv_cell
 
-FILE_MODE = 0o600
-DIR_MODE = 0o700
+__all__ = ["DIR_MODE", "FILE_MODE", "BundleWriter", "RowFile", "guarded_csv_writer"]
+
 RESERVE = ".reserve"  # disk set aside during a capture, to finish the bundle on a full disk
 
 
-def _output_error(path: Path, exc: OSError) -> OutputError:
+def output_error(path: Path | str, exc: OSError) -> OutputError:
+    if isinstance(exc, UnsafeDirectory):
+        return OutputError(
+            f"{exc}: diagnose writes only into a directory it creates, or an empty one you "
+            "own with mode 0700; choose a new --out"
+        )
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return OutputError(
             f"disk full while writing {path}: free some space or use --out elsewhere"
         )
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         return OutputError(f"cannot write to {path}: {exc.strerror}; choose a writable --out")
+    if exc.errno == errno.ELOOP:
+        return OutputError(f"{path} is a symbolic link: not followed; choose another path")
     return OutputError(f"cannot write {path}: {exc.strerror or exc}")
 
 
-def _open_private_tmp(path: Path) -> tuple[Path, int]:
-    """Create ``.NAME.tmp`` next to ``path`` afresh, 0600: a file or symlink already there
-    (a bundle received from someone else may hold one) is replaced, never written through."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with contextlib.suppress(FileNotFoundError):
-        tmp.unlink()
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    return tmp, os.open(tmp, flags, FILE_MODE)
+_output_error = output_error  # the name other modules used
 
 
-def _write_atomic(path: Path, write: Any) -> None:
-    """Write through ``write(fh)`` so that ``path`` is either old or complete."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        tmp, fd = _open_private_tmp(path)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            write(fh)
-        os.replace(tmp, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):  # ENOTDIR, EROFS...: nothing was written
-            tmp.unlink()
-        raise _output_error(path, exc) from exc
+def dump_json(obj: Any) -> bytes:
+    text = json.dumps(obj, indent=1, ensure_ascii=False, allow_nan=False, default=str)
+    return (text + "\n").encode("utf-8")
 
 
-def write_json_atomic(path: Path, obj: Any) -> None:
-    """Write ``obj`` as JSON to ``path`` so that ``path`` is either old or complete."""
+class _GuardedWriter:
+    """``csv.writer`` whose text cells go through :func:`~diagnose.escape.csv_cell`."""
 
-    def write(fh: IO[str]) -> None:
-        json.dump(obj, fh, indent=1, ensure_ascii=False, allow_nan=False, default=str)
-        fh.write("\n")
+    def __init__(self, fh: Any) -> None:
+        self._w = csv.writer(fh)
 
-    _write_atomic(path, write)
+    def writerow(self, row: Any) -> Any:
+        return self._w.writerow([csv_cell(v) for v in row])
+
+    def writerows(self, rows: Any) -> None:
+        for row in rows:
+            self.writerow(row)
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` (0600) so that ``path`` is either old or complete."""
-    _write_atomic(path, lambda fh: fh.write(text))
+def guarded_csv_writer(fh: Any) -> Any:
+    """The CSV writer for every bundle table: text cells are spreadsheet-safe."""
+    return _GuardedWriter(fh)
 
 
 class BundleWriter:
     """A bundle directory being written. Collectors ask it for paths and file handles."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
+    def __init__(self, directory: SafeDir) -> None:
+        self.dir = directory
+        self.location = directory.display  # for people: messages, the summary
+        self.root = Path(f"/proc/self/fd/{directory.fd}")  # reaches the directory by descriptor
 
     @classmethod
-    def create(cls, root: Path) -> BundleWriter:
-        """Create an empty bundle directory; refuse to mix with an existing bundle."""
+    def create(cls, root: Path, default_name: bool = False) -> BundleWriter:
+        """Create the bundle directory (see :meth:`SafeDir.create`). ``default_name``: the
+        name was not chosen by the user; if it is taken, a random suffix is added."""
         root = Path(root)
-        if root.exists():
-            if not root.is_dir():
-                raise OutputError(f"--out {root} exists and is not a directory")
-            if any(root.iterdir()):
-                raise OutputError(f"--out {root} exists and is not empty; choose a new directory")
         parent = root.parent if str(root.parent) else Path(".")
-        if parent.exists() and not os.access(parent, os.W_OK | os.X_OK):
+        if parent.exists() and not os.access(parent, os.W_OK | os.X_OK) and not root.exists():
             raise OutputError(
                 f"cannot create {root}: {parent} is not writable; choose another --out"
             )
         try:
-            root.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-            os.chmod(root, DIR_MODE)
+            return cls(SafeDir.create(root, fallback_suffix=default_name))
+        except UnsafeDirectory as exc:
+            raise output_error(root, exc) from None
         except OSError as exc:
-            raise _output_error(root, exc) from exc
-        return cls(root)
+            raise output_error(root, exc) from exc
+
+    def close(self) -> None:
+        self.dir.close()
+
+    def discard(self) -> None:
+        """Nothing was captured: remove the (empty) directory diagnose created."""
+        self.dir.discard()
+
+    # -- members --------------------------------------------------------------------------
 
     def path(self, rel: str) -> Path:
-        """Path of bundle member ``rel`` (``proc/threads.csv``); its directory is created."""
-        p = self.root / rel
-        if not p.resolve().is_relative_to(self.root.resolve()):
-            raise ValueError(f"bundle member {rel!r} escapes the bundle")
-        self._mkdir(p.parent)
-        return p
-
-    def _mkdir(self, directory: Path) -> None:
+        """A path to member ``rel`` (``proc/threads.csv``) through the bundle's descriptor,
+        for helpers and for reading back; its directory is created."""
         try:
-            directory.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+            return self.dir.anchored(rel, create_dirs=True)
         except OSError as exc:
-            raise _output_error(directory, exc) from exc
+            raise output_error(self.location / rel, exc) from exc
+
+    def is_file(self, rel: str) -> bool:
+        return self.dir.is_file(rel)
+
+    def size_of(self, rel: str) -> int:
+        st = self.dir.lstat(rel)
+        return st.st_size if st is not None else 0
+
+    def read_text(self, rel: str) -> str:
+        return self.dir.read_bytes(rel).decode("utf-8", "replace")
+
+    def unlink(self, rel: str) -> None:
+        with contextlib.suppress(OSError):
+            self.dir.unlink(rel)
 
     def open_text(self, rel: str, mode: str = "w") -> IO[str]:
-        """Open a text member for streaming, created 0600."""
-        p = self.path(rel)
-        flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if "a" in mode else os.O_TRUNC)
+        """Open a text member for streaming, created 0600 (a new file; ``"a"``: appended)."""
         try:
-            fd = os.open(p, flags, FILE_MODE)
+            fd = (
+                self.dir.open_append(rel)
+                if "a" in mode
+                else self.dir.create_file(rel, replace=True)
+            )
         except OSError as exc:
-            raise _output_error(p, exc) from exc
+            raise output_error(self.location / rel, exc) from exc
         return os.fdopen(fd, mode, encoding="utf-8", newline="")
 
     def open_rows(self, rel: str, header: list[str]) -> RowFile:
         """A CSV member written in whole rows only (see :class:`RowFile`)."""
-        p = self.path(rel)
         try:
-            fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
+            fd = self.dir.create_file(rel, replace=True)
         except OSError as exc:
-            raise _output_error(p, exc) from exc
-        rows = RowFile(fd, p)
+            raise output_error(self.location / rel, exc) from exc
+        rows = RowFile(fd, self.location / rel)
         rows.writerow(header)
         rows.commit()
         return rows
 
+    def write_bytes(self, rel: str, data: bytes) -> Path:
+        try:
+            self.dir.write_atomic(rel, lambda fd: write_all(fd, data))
+        except OSError as exc:
+            raise output_error(self.location / rel, exc) from exc
+        return self.location / rel
+
     def write_json(self, rel: str, obj: Any) -> Path:
-        p = self.path(rel)
-        write_json_atomic(p, obj)
-        return p
+        return self.write_bytes(rel, dump_json(obj))
 
     def write_text(self, rel: str, text: str) -> Path:
-        p = self.path(rel)
-        write_text_atomic(p, text)
-        return p
+        return self.write_bytes(rel, text.encode("utf-8"))
+
+    def write_stream(self, rel: str, write: Any) -> Path:
+        """Write member ``rel`` atomically through ``write(text_file)`` (large documents)."""
+
+        def fill(fd: int) -> None:
+            with os.fdopen(os.dup(fd), "w", encoding="utf-8") as fh:
+                write(fh)
+
+        try:
+            self.dir.write_atomic(rel, fill)
+        except OSError as exc:
+            raise output_error(self.location / rel, exc) from exc
+        return self.location / rel
 
     def write_manifest(self, manifest: Manifest) -> None:
         self.write_json("manifest.json", manifest.to_dict())
@@ -154,37 +199,25 @@ class BundleWriter:
     def reserve(self, nbytes: int) -> None:
         """Set ``nbytes`` of disk aside (``.reserve``) so that a capture that fills the disk
         can still finish its bundle: :meth:`release_reserve` frees it once recording ends."""
-        path = self.root / RESERVE
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
+            fd = self.dir.create_file(RESERVE)
         except OSError:
             return
         try:
             os.posix_fallocate(fd, 0, nbytes)
         except OSError:  # no room even for that, or no fallocate here: go on without
-            with contextlib.suppress(OSError):
-                path.unlink()
+            self.unlink(RESERVE)
         finally:
             os.close(fd)
 
     def release_reserve(self) -> None:
-        with contextlib.suppress(OSError):
-            (self.root / RESERVE).unlink()
+        self.unlink(RESERVE)
 
     def size_bytes(self) -> int:
-        total = 0
-        for dirpath, _dirs, files in os.walk(self.root):
-            for name in files:
-                if name == RESERVE and dirpath == str(self.root):
-                    continue
-                try:
-                    total += os.lstat(os.path.join(dirpath, name)).st_size
-                except OSError:
-                    pass
-        return total
+        return sum(size for rel, size in self.dir.walk_sizes() if rel != RESERVE)
 
     def free_bytes(self) -> int:
-        return shutil.disk_usage(self.root).free
+        return self.dir.free_bytes()
 
 
 class RowFile:
@@ -193,7 +226,7 @@ class RowFile:
     Rows are gathered in memory and written with one ``commit`` per tick; when a write fails
     half-way (the disk filled up), the file is cut back to the last whole row before the
     error is raised. So a capture ended by a full disk leaves every table readable to its
-    last complete tick, never with a torn line.
+    last complete tick, never with a torn line. Text cells are spreadsheet-safe.
     """
 
     def __init__(self, fd: int, path: Path) -> None:
@@ -201,7 +234,7 @@ class RowFile:
         self.path = path
         self.size = 0
         self._buf = io.StringIO()
-        self._csv = csv.writer(self._buf)
+        self._csv = guarded_csv_writer(self._buf)
 
     def writerow(self, row: Any) -> None:
         self._csv.writerow(row)
@@ -212,16 +245,13 @@ class RowFile:
         self._buf.truncate()
         if not data:
             return
-        view = memoryview(data)
         try:
-            while view:
-                n = os.write(self.fd, view)
-                view = view[n:]
+            write_all(self.fd, data)
         except OSError as exc:
             with contextlib.suppress(OSError):
                 os.ftruncate(self.fd, self.size)
                 os.lseek(self.fd, self.size, os.SEEK_SET)
-            raise _output_error(self.path, exc) from exc
+            raise output_error(self.path, exc) from exc
         self.size += len(data)
 
     def close(self) -> None:

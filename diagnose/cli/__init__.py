@@ -14,6 +14,7 @@ import click
 
 from diagnose import __version__
 from diagnose.errors import DiagnoseError, ExitCode
+from diagnose.escape import term
 
 
 class DiagnoseGroup(click.Group):
@@ -21,7 +22,8 @@ class DiagnoseGroup(click.Group):
         try:
             return super().invoke(ctx)
         except DiagnoseError as exc:
-            click.echo(f"diagnose: error: {exc}", err=True)
+            # one line, whatever the message quotes (a bundle's field names, a path)
+            click.echo(f"diagnose: error: {term(str(exc), 2000)}", err=True)
             ctx.exit(int(exc.exit_code))
         except KeyboardInterrupt:
             click.echo("diagnose: interrupted", err=True)

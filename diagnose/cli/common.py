@@ -13,6 +13,7 @@ from diagnose.collect.base import CaptureOptions
 from diagnose.collect.registry import COLLECTORS, parse_collectors, with_collector
 from diagnose.collect.session import CaptureResult
 from diagnose.errors import ExitCode, OutputError
+from diagnose.escape import term
 from diagnose.render.terminal import render_summary
 from diagnose.report import write_reports
 
@@ -30,7 +31,8 @@ bundle_out_option = click.option(
     "-o",
     type=click.Path(path_type=Path),
     default=None,
-    help="Bundle directory to create (default: ./diagnose-PID-TIMESTAMP).",
+    help="Bundle directory to create (default: ./diagnose-PID-TIMESTAMP); an existing one "
+    "must be empty, yours and mode 0700.",
 )
 
 
@@ -187,9 +189,10 @@ def report_capture(
 
     ``notes`` are extra lines for the terminal (the JSON carries the same in the report).
     """
-    if result.target.note:
-        click.echo(f"diagnose: {result.target.note}", err=True)
-    d, paths = write_reports(result.bundle, formats, None, rules_dirs)
+    if result.target.note:  # it names the wrapper by its comm, which the target chose
+        click.echo(f"diagnose: {term(result.target.note, 1000)}", err=True)
+    source = result.writer.dir.dup() if result.writer is not None else result.bundle
+    d, paths = write_reports(source, formats, None, rules_dirs)
     cut_short = _cut_short_by_disk(result)
     if as_json:
         if not cut_short:  # stdout holds the JSON only with exit codes 0 and 5
@@ -198,8 +201,8 @@ def report_capture(
         main_path = paths.get("html") or next(iter(paths.values()))
         click.echo(render_summary(d.report, str(main_path), color=sys.stdout.isatty()))
         for line in notes:
-            click.echo(line)
-        click.echo(f"Bundle: {result.bundle}")
+            click.echo(term(line, 1000))
+        click.echo(f"Bundle: {term(result.bundle, 1000)}")
     if cut_short:
         raise OutputError(cut_short)
     if result.partial:

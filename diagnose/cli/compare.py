@@ -7,10 +7,12 @@ from pathlib import Path
 
 import click
 
+from diagnose.bundle.reader import Bundle
 from diagnose.cli import main
 from diagnose.cli.common import rules_option
 from diagnose.compare import compare as compare_bundles
 from diagnose.compare import write_comparison
+from diagnose.escape import term
 from diagnose.render.compare import render_compare_summary
 from diagnose.report import parse_formats
 
@@ -56,12 +58,13 @@ def compare(
     hotter, what got colder). Both bundles are diagnosed with the same rules.
     """
     fmts = parse_formats(formats)
-    c = compare_bundles(before, after, rules_dirs)
-    paths = write_comparison(c, after, fmts, out)
+    after_bundle = Bundle.open(after)  # held open: the comparison is written through it
+    c = compare_bundles(before, after_bundle, rules_dirs)
+    paths = write_comparison(c, after_bundle, fmts, out)
     if as_json:
         click.echo(json.dumps(c, indent=1))
         return
     main_path = paths.get("html") or next(iter(paths.values()))
     click.echo(render_compare_summary(c, str(main_path)))
     for fmt, path in paths.items():
-        click.echo(f"{fmt}: {path}", err=True)
+        click.echo(f"{fmt}: {term(path, 1000)}", err=True)

@@ -48,7 +48,7 @@ def demo(sample: str, duration: float, out: Path | None, list_samples: bool) -> 
     progress = Progress()
     result = run_demo(sample, out, duration, progress=progress, command=sys.argv)
     progress.done()
-    d, paths = write_reports(result.bundle)
+    d, paths = write_reports(result.writer.dir.dup() if result.writer else result.bundle)
     click.echo(render_summary(d.report, str(paths["html"].resolve()), color=sys.stdout.isatty()))
     click.echo(f"Bundle: {result.bundle.resolve()}")
     if result.partial:

@@ -9,6 +9,7 @@ import click
 
 from diagnose.cli import main
 from diagnose.cli.common import rules_option
+from diagnose.escape import term
 from diagnose.render.sweep import render_sweep_summary
 from diagnose.render.terminal import render_summary
 from diagnose.report import parse_formats, write_reports
@@ -57,4 +58,4 @@ def report(
         main_path = paths.get("html") or next(iter(paths.values()))
         click.echo(render_summary(d.report, str(main_path), color=sys.stdout.isatty()))
     for fmt, path in paths.items():
-        click.echo(f"{fmt}: {path}", err=not quiet)
+        click.echo(f"{fmt}: {term(path, 1000)}", err=not quiet)

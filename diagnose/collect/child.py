@@ -14,6 +14,7 @@ import contextlib
 import ctypes
 import ctypes.util
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -41,34 +42,60 @@ def _preexec(parent: int) -> Callable[[], None]:
     return run
 
 
+_ANCHORED = re.compile(r"^/proc/self/fd/(\d+)(?:/|$)")
+
+
+def anchored_fds(argv: Sequence[str]) -> tuple[int, ...]:
+    """Descriptors that ``/proc/self/fd/N/...`` arguments (and ``--opt=/proc/self/fd/N/...``)
+    name: the child gets them under the same numbers, so those paths reach the directories
+    diagnose holds open (``bundle/safedir.py``)."""
+    fds: set[int] = set()
+    for arg in argv:
+        m = _ANCHORED.match(str(arg).split("=", 1)[-1])
+        if m:
+            fds.add(int(m.group(1)))
+    return tuple(sorted(fds))
+
+
 class Child:
     """A running helper process whose stderr goes to a file (and its stdout too, unless
-    ``stdout_pipe``: then it is read from ``proc.stdout``, e.g. ``perf script``)."""
+    ``stdout_pipe``: then it is read from ``proc.stdout``, e.g. ``perf script``).
+
+    ``stderr`` is a descriptor of a file diagnose created (taken over; open it for reading
+    and writing, :meth:`stderr_text` reads it back), or a path: a
+    new file is created there, never through a link (``O_EXCL|O_NOFOLLOW``), except that a
+    ``/proc/self/fd/N/NAME`` path (a bundle member) is truncated if it exists. Arguments
+    that are such paths make the child inherit descriptor N (see :func:`anchored_fds`)."""
 
     def __init__(
         self,
         argv: Sequence[str],
-        stderr_path: Path,
+        stderr_path: Path | int,
         cwd: str | None = None,
         stdout_pipe: bool = False,
     ) -> None:
         self.argv = list(argv)
-        self.stderr_path = stderr_path
         self.started = time.monotonic()
-        fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            self.proc = subprocess.Popen(
-                self.argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE if stdout_pipe else fd,
-                stderr=fd,
-                start_new_session=True,
-                preexec_fn=_preexec(os.getpid()),
-                cwd=cwd,
-                close_fds=True,
-            )
-        finally:
-            os.close(fd)
+        if isinstance(stderr_path, int):
+            fd = stderr_path
+            self.stderr_path: Path | None = None
+        else:
+            self.stderr_path = Path(stderr_path)
+            flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+            flags |= os.O_TRUNC if _ANCHORED.match(str(stderr_path)) else os.O_EXCL
+            fd = os.open(stderr_path, flags, 0o600)
+        self._err_fd = fd  # kept open to read the stderr back, whatever its path becomes
+        self.proc = subprocess.Popen(
+            self.argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE if stdout_pipe else fd,
+            stderr=fd,
+            start_new_session=True,
+            preexec_fn=_preexec(os.getpid()),
+            cwd=cwd,
+            close_fds=True,
+            pass_fds=anchored_fds(self.argv),
+        )
         with _LIVE_LOCK:
             _LIVE.add(self.proc)
 
@@ -102,12 +129,17 @@ class Child:
         return self.proc.returncode
 
     def stderr_text(self, limit: int = 64 * 1024) -> str:
+        """The last ``limit`` bytes the child wrote to its stderr file."""
         try:
-            with open(self.stderr_path, "rb") as fh:
-                data = fh.read()
+            size = os.fstat(self._err_fd).st_size
+            data = os.pread(self._err_fd, limit, max(0, size - limit))
         except OSError:
             return ""
-        return data[-limit:].decode("utf-8", "replace")
+        return data.decode("utf-8", "replace")
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            os.close(self._err_fd)
 
     def _forget(self) -> None:
         with _LIVE_LOCK:

@@ -387,7 +387,7 @@ class ProcSampler(Collector):
         if self._thread is not None:
             self._thread.join(timeout)
         files = ["proc/threads.csv", "proc/process.csv", "proc/cpus.csv"]
-        files = [f for f in files if (ctx.writer.root / f).is_file()]
+        files = [f for f in files if ctx.writer.is_file(f)]
         details: dict[str, object] = {
             "rate_hz": ctx.options.proc_rate,
             "ticks": self.ticks,

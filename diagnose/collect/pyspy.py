@@ -20,7 +20,6 @@ in which each thread held the GIL.
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import os
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
+from diagnose.bundle.writer import guarded_csv_writer
 from diagnose.collect.base import CaptureContext, Collector, CollectorFailed
 from diagnose.collect.child import Child
 from diagnose.formats.pyspy import (
@@ -122,7 +122,7 @@ class _ChunkedPySpy:
             end_t = time.monotonic() - ctx.t0
             self.chunks.append((rel, spawn_t, end_t, rc, child.stderr_text()))
             index += 1
-            if rc not in (0, None, -2, 130) and not out.exists():
+            if rc not in (0, None, -2, 130) and not ctx.writer.is_file(rel):
                 break  # py-spy failed: starting again would fail again
             if ctx.target_exited.is_set():
                 break
@@ -261,8 +261,7 @@ class PySpyCollector(_PySpyBased):
             samples, errors = parse_summary(stderr)
             samples_total += samples or 0
             errors_total += errors or 0
-            path = ctx.writer.root / rel
-            if not path.is_file() or path.stat().st_size == 0:
+            if not ctx.writer.is_file(rel) or ctx.writer.size_of(rel) == 0:
                 problems.append(
                     explain_failure(stderr, ctx.target.pid)
                     if stderr
@@ -270,9 +269,9 @@ class PySpyCollector(_PySpyBased):
                 )
                 continue
             try:  # one chunk (at most CHUNK_SECONDS) in memory at a time
-                events = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+                events = json.loads(ctx.writer.read_text(rel))
                 chunk_iv, chunk_names = chrometrace_intervals(events, offset=spawn_t)
-            except (json.JSONDecodeError, FormatError) as exc:
+            except (json.JSONDecodeError, FormatError, OSError, RecursionError) as exc:
                 problems.append(f"{rel}: unreadable py-spy output ({exc})")
                 continue
             del events
@@ -281,7 +280,7 @@ class PySpyCollector(_PySpyBased):
                 covered += max(i.end for i in chunk_iv) - min(i.start for i in chunk_iv)
         details["samples"] = samples_total
         details["sample_errors"] = errors_total
-        files = [c[0] for c in runner.chunks if (ctx.writer.root / c[0]).is_file()]
+        files = [c[0] for c in runner.chunks if ctx.writer.is_file(c[0])]
         if not tables.intervals:
             tables.discard()
             reason = problems[0] if problems else "py-spy recorded no samples"
@@ -331,7 +330,7 @@ class PythonTables:
             return
         if self._fh is None:
             self._fh = self.ctx.writer.open_text("python/intervals.csv")
-            self._csv = csv.writer(self._fh)
+            self._csv = guarded_csv_writer(self._fh)
             self._csv.writerow(["tid", "start", "end", "stack_id"])
         for iv in intervals:
             sid = self.table.intern(iv.stack)
@@ -354,12 +353,12 @@ class PythonTables:
         self._fh.close()
         w = self.ctx.writer
         with w.open_text("python/stacks.csv") as fh:
-            cw = csv.writer(fh)
+            cw = guarded_csv_writer(fh)
             cw.writerow(["stack_id", "frames"])
             for sid, stack in enumerate(self.table.stacks):
                 cw.writerow([sid, ";".join(f.replace(";", ":") for f in stack)])
         with w.open_text("python/threads.csv") as fh:
-            cw = csv.writer(fh)
+            cw = guarded_csv_writer(fh)
             cw.writerow(["tid", "name"])
             for tid, name in sorted(self.names.items()):
                 cw.writerow([tid, name])
@@ -371,18 +370,17 @@ class PythonTables:
                 for (tid, sid), weight in self.folded.items()
             ),
         )
-        final = w.path("python/python.speedscope.json")
-        tmp = final.with_name(f".{final.name}.tmp")
-        with w.open_text(f"python/{tmp.name}") as fh:
-            write_evented_speedscope(
+        w.write_stream(
+            "python/python.speedscope.json",
+            lambda fh: write_evented_speedscope(
                 fh,
                 (
                     (tid, self.names.get(tid, ""), self._thread_intervals(tid))
                     for tid in sorted(self.spans)
                 ),
                 name=f"Python stacks of PID {self.ctx.target.pid}",
-            )
-        os.replace(tmp, final)
+            ),
+        )
         return [
             "python/intervals.csv",
             "python/stacks.csv",
@@ -434,8 +432,7 @@ class GilCollector(_PySpyBased):
         files = []
         for rel, _s, _e, rc, stderr in runner.chunks:
             samples, _errors = parse_summary(stderr)
-            path = ctx.writer.root / rel
-            if samples is None or not path.is_file():
+            if samples is None or not ctx.writer.is_file(rel):
                 problems.append(
                     explain_failure(stderr, ctx.target.pid)
                     if stderr
@@ -444,7 +441,7 @@ class GilCollector(_PySpyBased):
                 continue
             samples_total += samples
             files.append(rel)
-            for tid, name, stack, count in parse_raw(path.read_text("utf-8", "replace")):
+            for tid, name, stack, count in parse_raw(ctx.writer.read_text(rel)):
                 rows.append(((ThreadFrame(tid, name).format(), *stack), count))
         details = {"samples": samples_total, "rate_hz": ctx.options.rate}
         if samples_total == 0:

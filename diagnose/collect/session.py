@@ -30,7 +30,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from diagnose import __version__
-from diagnose.bundle.manifest import CollectorRecord, CollectorStatus, Manifest
+from diagnose.bundle.manifest import CSV_GUARDED, CollectorRecord, CollectorStatus, Manifest
 from diagnose.bundle.writer import BundleWriter
 from diagnose.collect.base import CaptureContext, CaptureOptions, Collector, CollectorFailed
 from diagnose.collect.child import kill_all_children
@@ -45,9 +45,10 @@ RESERVE_BYTES = 1024 * 1024
 
 @dataclass
 class CaptureResult:
-    bundle: Path
+    bundle: Path  # where the bundle is, for people
     manifest: Manifest
     target: Target
+    writer: BundleWriter | None = None  # holds the bundle directory open (write reports there)
 
     @property
     def partial(self) -> bool:
@@ -69,6 +70,9 @@ def validate_options(options: CaptureOptions) -> None:
 
 
 def default_out_dir(pid: int) -> Path:
+    """``./diagnose-PID-TIMESTAMP``. Predictable, so it is created with ``mkdir`` (never an
+    existing directory or link) and a random suffix is added if the name is taken
+    (:meth:`BundleWriter.create` with ``default_name``)."""
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     return Path(f"diagnose-{pid}-{stamp}")
 
@@ -183,8 +187,10 @@ def capture(
     progress: ProgressFn | None = None,
     command: list[str] | None = None,
     on_started: Callable[[], None] | None = None,
+    writer: BundleWriter | None = None,
 ) -> CaptureResult:
-    """Capture ``pid`` into a new bundle at ``out``. Raises DiagnoseError on bad input.
+    """Capture ``pid`` into a new bundle at ``out`` (or into ``writer``, a bundle directory
+    created already). Raises DiagnoseError on bad input.
 
     ``on_started`` is called once, when every collector has been started (or has failed
     to), just before the capture waits out its window: ``diagnose sweep`` starts a load
@@ -196,7 +202,7 @@ def capture(
     lock = _TargetLock(target.pid)
     lock.acquire()
     try:
-        return _capture_locked(target, out, options, progress, command, on_started)
+        return _capture_locked(target, out, options, progress, command, on_started, writer)
     finally:
         lock.release()
 
@@ -208,13 +214,14 @@ def _capture_locked(
     progress: ProgressFn | None,
     command: list[str] | None,
     on_started: Callable[[], None] | None = None,
+    writer: BundleWriter | None = None,
 ) -> CaptureResult:
-    out = out or default_out_dir(target.pid)
-    writer = BundleWriter.create(out)
+    if writer is None:
+        writer = BundleWriter.create(out or default_out_dir(target.pid), default_name=out is None)
+    out = writer.location
     free = writer.free_bytes()
     if free < options.min_free_bytes:
-        with contextlib.suppress(OSError):
-            out.rmdir()
+        writer.discard()
         raise OutputError(
             f"only {free // (1024 * 1024)} MiB free on the disk of {out}; diagnose keeps at "
             f"least {options.min_free_bytes // (1024 * 1024)} MiB free (choose another --out)"
@@ -259,6 +266,7 @@ def _capture_locked(
             "command": redact_argv(command or sys.argv),
             "collectors_requested": list(options.collectors) if options.collectors else None,
         },
+        csv_text=CSV_GUARDED,
     )
     writer.write_manifest(manifest)
     writer.reserve(RESERVE_BYTES)
@@ -332,7 +340,7 @@ def _capture_locked(
         manifest.state = "complete"
         with contextlib.suppress(OutputError):
             writer.write_manifest(manifest)
-    return CaptureResult(out, manifest, target)
+    return CaptureResult(out, manifest, target, writer)
 
 
 def _wait(

@@ -14,6 +14,7 @@ from typing import Any
 
 from diagnose.render.env import environment
 from diagnose.render.html import plotly_js, render_page, static_text
+from diagnose.render.terminal import finish
 from diagnose.render.text import md, md_code, plain, short_frame
 
 JUDGED = ("better", "worse")
@@ -68,7 +69,7 @@ def render_compare_summary(c: dict[str, Any], path: str | None = None) -> str:
         rows = [m for m in c["metrics"] if m["change"] == change][:4]
         if rows:
             items = "; ".join(
-                f"{m['name']} {plain(m['display_before'])} → {plain(m['display_after'])}"
+                f"{plain(m['name'], 100)} {plain(m['display_before'])} → {plain(m['display_after'])}"
                 for m in rows
             )
             out.append(f"{change.capitalize()}: {items}")
@@ -81,9 +82,9 @@ def render_compare_summary(c: dict[str, Any], path: str | None = None) -> str:
             if view[key]:
                 top = view[key][0]
                 out.append(
-                    f"{key.capitalize()} ({view['title']}): {plain(stack_label(top['stack']), 200)}"
-                    f" {top['before']:.2f} → {top['after']:.2f} {view['unit']}"
+                    f"{key.capitalize()} ({plain(view['title'])}): {plain(stack_label(top['stack']), 200)}"
+                    f" {top['before']:.2f} → {top['after']:.2f} {plain(view['unit'])}"
                 )
     if path:
-        out.append(f"Comparison: {path}")
-    return "\n".join(out)
+        out.append(f"Comparison: {plain(path, 1000)}")
+    return "\n".join(finish(out))

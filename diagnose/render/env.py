@@ -1,4 +1,10 @@
-"""The jinja2 environment over the shipped templates/ folder."""
+"""The jinja2 environments over the shipped templates/ folder.
+
+HTML (``autoescape=True``): jinja2 escapes every ``{{ ... }}`` for HTML. Markdown
+(``autoescape=False``): every ``{{ ... }}`` passes through :func:`diagnose.escape.md_finalize`,
+which escapes it for Markdown unless it is escaped already (``md``/``md_code`` results). So
+neither kind of template can print a value raw by forgetting a filter.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ from functools import lru_cache
 
 import jinja2
 
+from diagnose.escape import md_finalize
 from diagnose.resources import templates_dir
 
 
@@ -13,7 +20,8 @@ from diagnose.resources import templates_dir
 def environment(autoescape: bool) -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir())),
-        autoescape=autoescape,  # noqa: S701 - Markdown escapes with its own filters (render/text.py)
+        autoescape=autoescape,  # noqa: S701 - Markdown: md_finalize escapes every value
+        finalize=None if autoescape else md_finalize,
         undefined=jinja2.StrictUndefined,
         trim_blocks=False,
         lstrip_blocks=False,

@@ -79,7 +79,7 @@ def render_sweep_markdown(m: Mapping[str, Any]) -> str:
         **_context(m),
         md=md,
         md_code=md_code,
-        md_cell=lambda s, limit=300: md(s, limit).replace("|", "\\|"),
+        md_cell=md,  # md escapes "|" too: a value cannot end a table cell
     )
     text = "\n".join(line.rstrip() for line in text.splitlines())
     return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"

@@ -1,8 +1,10 @@
 """The summary printed after a capture: verdict, top findings, what was not measured.
 
-Every string the target controls goes through :func:`~diagnose.render.text.plain` (no
-control characters, so no escape sequence reaches the terminal, one bounded line); colour is
-added only around our own text, and only on a terminal.
+Every string the target or the bundle controls goes through :func:`~diagnose.escape.term`
+(no control characters, so no escape sequence reaches the terminal, one bounded line)
+before it is wrapped, and every finished line goes through it again (:func:`finish`), so a
+field added later cannot reach the terminal raw; colour is added after that, only around
+our own text, and only on a terminal.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 import click
 
+from diagnose.escape import term
 from diagnose.render.text import plain
 
 _COLORS = {
@@ -52,11 +55,8 @@ def render_summary(
     v = report["verdict"]
     cap = report.get("capture") or {}
     lines: list[str] = []
-    head = f"{v['title']}{' (' + v['kind'] + ')' if v.get('kind') else ''}"
-    verdict_line = f"Verdict: {head}, confidence {v['confidence'] * 100:.0f}%"
-    if color:
-        verdict_line = click.style(verdict_line, fg=_COLORS.get(v["primary"], "white"), bold=True)
-    lines.append(verdict_line)
+    head = f"{plain(v['title'])}{' (' + plain(v['kind']) + ')' if v.get('kind') else ''}"
+    lines.append(f"Verdict: {head}, confidence {_percent(v.get('confidence'))}")
     t = report["target"]
     lines.append(
         plain(
@@ -73,9 +73,9 @@ def render_summary(
     if not main:
         lines += _wrap(plain(v["headline"], 400), "  ", "  ", width)
     for i, f in enumerate(main, 1):
-        kind = "/" + f["kind"] if f.get("kind") else ""
+        kind = "/" + plain(f["kind"]) if f.get("kind") else ""
         lines += _wrap(
-            f"{plain(f['title'])} [{f['category']}{kind}, score {f['score']:.2f}]",
+            f"{plain(f['title'])} [{plain(f['category'])}{kind}, score {_number(f.get('score'))}]",
             f"{i}. ",
             "   ",
             width,
@@ -93,13 +93,13 @@ def render_summary(
         lines.append("Not measured:")
         for n in missing:
             lines += _wrap(
-                f"{n['collector']} ({n['status']}): {plain(n['reason'], 300)}",
+                f"{plain(n['collector'], 100)} ({plain(n['status'], 40)}): {plain(n['reason'], 300)}",
                 "  - ",
                 "    ",
                 width,
             )
         if not_evaluated:
-            ids = ", ".join(n["id"] for n in not_evaluated[:6])
+            ids = ", ".join(plain(n["id"], 100) for n in not_evaluated[:6])
             more = f" and {len(not_evaluated) - 6} more" if len(not_evaluated) > 6 else ""
             lines += _wrap(
                 f"{len(not_evaluated)} rules could not be evaluated: {ids}{more}",
@@ -111,4 +111,20 @@ def render_summary(
         lines.append(f"Broken rules skipped: {len(report['broken_rules'])} (see the report)")
     if report_path:
         lines.append(f"Report: {plain(report_path, 1000)}")
-    return "\n".join(lines)
+    out = finish(lines)
+    if color:
+        out[0] = click.style(out[0], fg=_COLORS.get(str(v.get("primary")), "white"), bold=True)
+    return "\n".join(out)
+
+
+def finish(lines: list[str]) -> list[str]:
+    """Every line as the terminal will get it: no control character, whatever built it."""
+    return [term(line, 10_000) for line in lines]
+
+
+def _percent(x: object) -> str:
+    return f"{x * 100:.0f}%" if isinstance(x, (int, float)) else "n/a"
+
+
+def _number(x: object) -> str:
+    return f"{x:.2f}" if isinstance(x, (int, float)) else plain(x, 20)

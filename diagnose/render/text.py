@@ -1,58 +1,16 @@
-"""Making text the target controls safe to show: thread names, function names, paths.
-
-The target chooses these strings (``threading.Thread(name="<script>...")``, ANSI escapes, a
-newline in a function name). HTML escaping is jinja2's autoescape; here is what terminals,
-Markdown and plotly's text need.
-"""
+"""Text helpers for the renderers: short frame labels, percentages, and (re-exported from
+:mod:`diagnose.escape`) the escaping of text a target or a bundle controls."""
 
 from __future__ import annotations
 
-import html
 import re
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-# Markdown's inline syntax; "_" between two letters or digits never starts emphasis in
-# CommonMark/GFM, so snake_case names stay readable (and pasteable where "\_" shows as is)
-_MD_SPECIAL = re.compile(r"([\\`*{}\[\]<>|~&])|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
-# what would start a block (heading, quote, list item, setext underline) at a line's start
-_MD_BLOCK_START = re.compile(r"^(\s*)([#+=-])|^(\s*\d+)([.)])(?=\s|$)")
+# the escaping functions live in diagnose/escape.py (one per output kind); these names are
+# kept for the templates and renderers that import them from here
+from diagnose.escape import md, md_code, plotly_text
+from diagnose.escape import term as plain
 
-
-def plain(s: object, limit: int = 300) -> str:
-    """One line with no control characters (escape sequences shown as \\xNN), bounded."""
-    text = "" if s is None else str(s)
-    text = text.replace("\r\n", " ").replace("\n", " ").replace("\t", " ")
-    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
-    return text
-
-
-def md(s: object, limit: int = 300) -> str:
-    """Safe as Markdown text: special characters backslash-escaped, HTML inert, nothing that
-    would start a block at the start of the line."""
-    text = _MD_SPECIAL.sub(lambda m: "\\" + m.group(0), plain(s, limit))
-    return _MD_BLOCK_START.sub(
-        lambda m: f"{m.group(1)}\\{m.group(2)}" if m.group(2) else f"{m.group(3)}\\{m.group(4)}",
-        text,
-        count=1,
-    )
-
-
-def md_code(s: object, limit: int = 300, table: bool = False) -> str:
-    """Safe as a Markdown code span; ``table``: inside a table cell, where a bare ``|``
-    would end the cell even within backticks."""
-    text = plain(s, limit).replace("`", "'")
-    if table:
-        text = text.replace("|", "\\|")
-    return f"`{text}`" if text else ""
-
-
-def plotly_text(s: object, limit: int = 300) -> str:
-    """Safe as text in a plotly figure (labels, hover, ticks): plotly.js reads a small HTML
-    dialect (``<b>``, ``<br>``, ``<a href>``) and decodes ``&amp;``, ``&lt;`` and ``&gt;``
-    (not ``&quot;``): with no ``<`` left, no tag can form."""
-    return html.escape(plain(s, limit), quote=False)
+__all__ = ["md", "md_code", "pct", "plain", "plotly_text", "short_frame"]
 
 
 def short_frame(frame: object, limit: int = 120) -> str:

@@ -10,10 +10,10 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from diagnose.bundle.writer import write_json_atomic
+from diagnose.bundle.safedir import SafeDir
 from diagnose.compare import compare, write_comparison
 from diagnose.errors import BadBundle, DiagnoseError
-from diagnose.report import output_paths, write_reports, write_text
+from diagnose.report import open_output, write_reports
 from diagnose.sweep.analysis import find_knee
 from diagnose.sweep.model import build_sweep_report, step_point
 from diagnose.sweep.runner import RECORD, SCHEMA, SCHEMA_VERSION, STEP_FORMATS
@@ -146,10 +146,10 @@ def write_sweep_reports(
     reports = step_reports(sweep_dir, record, rediagnose, rules, progress)
     compares = knee_comparisons(sweep_dir, record, rules, progress)
     model = build_sweep_report(record, reports, compares, str(sweep_dir.resolve()))
-    paths = output_paths(sweep_dir, formats or list(FILENAMES), out, FILENAMES)
-    for fmt, path in sorted(paths.items(), key=lambda kv: kv[0] == "html"):
-        if fmt == "json":
-            write_json_atomic(path, model)
-        else:
-            write_text(path, render(model, fmt))
-    return model, paths
+    formats = formats or list(FILENAMES)
+    with SafeDir.open(sweep_dir) as held:  # written through this descriptor, never by path
+        target = open_output(held, formats, out, FILENAMES)
+        # the small reports first: on a disk that fills up, they are the ones that fit
+        for fmt in sorted(formats, key=lambda f: f == "html"):
+            target.write(fmt, render(model, fmt))
+        return model, target.paths()

@@ -28,7 +28,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from diagnose import __version__
-from diagnose.bundle.writer import DIR_MODE, BundleWriter, write_json_atomic
+from diagnose.bundle.writer import DIR_MODE, BundleWriter
 from diagnose.collect.base import CaptureOptions
 from diagnose.collect.redact import redact_argv
 from diagnose.collect.session import capture, validate_options
@@ -127,6 +127,10 @@ class Sweep:
         self.record: dict[str, Any] = {}
         self.any_figures = False
         self.lead = CAPTURE_LEAD_S
+        # SWEEPDIR, held open once created: everything inside is reached through its
+        # descriptor (``root``), never by re-walking plan.out (docs/reliability.md)
+        self.writer: BundleWriter | None = None
+        self.root: Path = plan.out
 
     # -- the record ---------------------------------------------------------------------
 
@@ -168,7 +172,8 @@ class Sweep:
         }
 
     def save(self) -> None:
-        write_json_atomic(self.plan.out / RECORD, self.record)
+        assert self.writer is not None
+        self.writer.write_json(RECORD, self.record)
 
     # -- running ------------------------------------------------------------------------
 
@@ -180,7 +185,9 @@ class Sweep:
         """
         if self.plan.pid is not None:  # no such process, or not ours to trace: fail first
             check_trace_access(resolve_target(self.plan.pid, self.plan.follow).pid)
-        BundleWriter.create(self.plan.out)  # new or empty, 0700; fails before anything starts
+        # new or empty, 0700, ours; fails before anything starts
+        self.writer = BundleWriter.create(self.plan.out)
+        self.root = self.writer.root
         self.record = self._new_record()
         self.save()
         try:
@@ -199,6 +206,7 @@ class Sweep:
             self.record["ended"] = _now()
             with contextlib.suppress(OutputError):
                 self.save()
+            self.writer.close()
         return self.record
 
     def _run_setting(self, setting: Setting) -> None:
@@ -212,7 +220,7 @@ class Sweep:
             "steps": [],
         }
         self.record["settings"].append(entry)
-        setting_dir = _mkdir(self.plan.out / "steps" / setting.slug)
+        setting_dir = _mkdir(self.root / "steps" / setting.slug)
         service: LaunchedCommand | None = None
         try:
             if self.plan.run_argv:
@@ -310,7 +318,7 @@ class Sweep:
         step_dir = _mkdir(setting_dir / f"users-{users}")
         load_dir = _mkdir(step_dir / "load")
         bundle = step_dir / "bundle"
-        rel = lambda p: str(p.relative_to(plan.out))  # noqa: E731
+        rel = lambda p: str(p.relative_to(self.root))  # noqa: E731
         window = self.driver.window(plan.step_duration)
         step: dict[str, Any] = {
             "users": users,
@@ -408,9 +416,9 @@ class Sweep:
         finally:
             if run is not None:
                 step["generator_exit"] = run.stop()
-            if step["bundle"] is not None and (plan.out / step["bundle"]).is_dir():
+            if step["bundle"] is not None and (self.root / step["bundle"]).is_dir():
                 self.progress(f"{label}: writing the step's report")
-                report = self._step_report(plan.out / step["bundle"], step)
+                report = self._step_report(self.root / step["bundle"], step)
             self.on_step(setting, step, report)
         return step
 

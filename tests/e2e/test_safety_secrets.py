@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import stat
 import subprocess
 import sys
@@ -147,3 +148,56 @@ def test_run_writes_no_secret_anywhere(tmp_path):
     assert_no_secret(out, printed)
     assert_allow_list(out)
     assert_private(out)
+
+
+#: issue 17: secrets inside a shell command and in forms that leaked on 8e0de8b
+SHELL_SECRETS = {
+    "sh -c assignment": "sk-shellassign-9Qw8Er7Ty6",
+    "--key": "key-value-5Rt4Yu3Io2",
+    "-k": "short-k-value-8Hj7Kl6",
+    "--pw": "pw-value-1Zx2Cv3Bn4",
+    "--githubtoken": "ghtok-value-6Mn5Bv4",
+    "Authorization: ApiKey": "apikey-value-3Df4Gh5",
+    "url token": "urltoken7Qa8Ws9Ed",
+    "jsessionid": "jsess-value-2Rf3Tg4",
+    "libpq": "libpq-pw-4Yh5Uj6",
+    "AccountKey": "azure-key-8Ik9Ol0",
+    "json": "json-key-1Pl2Ok3",
+    "nbsp": "nbsp-value-5Ij6Uh7",
+}
+
+
+def test_run_of_a_shell_command_writes_no_secret(tmp_path):
+    # GIVEN `diagnose run -- sh -c "cd /tmp && OPENAI_API_KEY=S exec python ... --key S ..."`:
+    # the secrets sit in diagnose's own argv (capture.command, run.argv, the terminal's
+    # Command: line) inside one shell string, and in the target's argv after exec
+    s = SHELL_SECRETS
+    args = [
+        "--key", s["--key"], "-k", s["-k"], "--pw", s["--pw"],
+        "--githubtoken", s["--githubtoken"],
+        "--header", f"Authorization: ApiKey {s['Authorization: ApiKey']}",
+        f"https://{s['url token']}@github.com/o/r",
+        f"https://h/app;jsessionid={s['jsessionid']}",
+        f"host=db password={s['libpq']} dbname=app",
+        f"AccountName=a;AccountKey={s['AccountKey']};EndpointSuffix=x",
+        json.dumps({"api_key": s["json"]}),
+        f"--api-key\u00a0{s['nbsp']}",
+    ]  # fmt: skip
+    script = (
+        f"cd /tmp && OPENAI_API_KEY={s['sh -c assignment']} exec {sys.executable} -c "
+        + " ".join(shlex.quote(a) for a in [SERVICE, "30", *args])
+    )
+    out = tmp_path / "bundle"
+    res = run_diagnose("run", "-d", "3", "--warmup", "1", "-o", str(out), "--", "sh", "-c", script)
+    assert res.returncode in (0, 5), res.stderr
+    # THEN none of them is in any file of the bundle, its reports, or what diagnose printed
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["capture"]["run"]["argv"][:2] == ["sh", "-c"]
+    assert "--githubtoken" in manifest["target"]["cmdline"]  # the exec'd target, redacted
+    printed = (res.stdout + res.stderr).replace("ready\n", "")
+    files = [p for p in out.rglob("*") if p.is_file()]
+    assert len(files) > 10
+    for what, secret in SHELL_SECRETS.items():
+        for p in files:
+            assert secret.encode() not in p.read_bytes(), f"{what} found in {p.relative_to(out)}"
+        assert secret not in printed, f"{what} printed"

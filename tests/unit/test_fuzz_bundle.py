@@ -13,8 +13,11 @@ pipeline including every renderer, each outcome is one of two:
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
+import subprocess
+import sys
 import zlib
 from pathlib import Path
 
@@ -29,7 +32,7 @@ from diagnose.bundle.reader import Bundle
 from diagnose.cli import main
 from diagnose.errors import BadBundle, DiagnoseError
 from diagnose.report import write_reports
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, ROOT
 from tests.unit.fuzzing import fuzz
 
 SOURCE = FIXTURES / "bundles" / "lock_contention"
@@ -79,9 +82,9 @@ def damaged(tmp_path: Path, rel: str, data: bytes | None) -> Path:
     return root
 
 
-def report_cli(bundle: Path) -> tuple[int, list[str]]:
+def report_cli(bundle: Path, formats: str = "html,md,json") -> tuple[int, list[str]]:
     """``diagnose report BUNDLE`` in this process: (exit code, stderr lines)."""
-    res = CliRunner().invoke(main, ["report", str(bundle), "-q"])
+    res = CliRunner().invoke(main, ["report", str(bundle), "-q", "--format", formats])
     if res.exception is not None and not isinstance(res.exception, SystemExit):
         raise res.exception  # a traceback: the test fails with it
     return res.exit_code, res.stderr.strip().splitlines()
@@ -247,7 +250,7 @@ def test_members_that_point_outside_the_bundle_are_not_read(tmp_path):
     assert report_cli(root)[0] == 0
     text = "".join((root / f).read_text() for f in ("report.json", "report.md", "report.html"))
     assert "root:x:0:0" not in text
-    assert "points outside the bundle" in text
+    assert "symbolic link" in text and "outside the bundle" in text
 
 
 def test_reports_are_never_written_through_a_planted_link(tmp_path):
@@ -264,3 +267,186 @@ def test_reports_are_never_written_through_a_planted_link(tmp_path):
     for name in ("report.html", "report.md", "report.json"):
         p = root / name
         assert p.is_file() and not p.is_symlink() and p.stat().st_mode & 0o077 == 0
+
+
+# -- issue 17, finding 6: crafted members that raised a traceback on 8e0de8b ----------------
+GOOD_C2C = {
+    "summary": {"Load Operations": 10000, "Load Local HITM": 40, "Load Remote HITM": 0},
+    "details": {},
+    "metric": "hitm",
+    "lines": [
+        {
+            "index": 0,
+            "address": "0x7f0000001000",
+            "hitm": 40,
+            "records": 90,
+            "accesses": [
+                {"offset": "0x0", "tid": 11, "records": 50, "source": "a.c:1"},
+                {"offset": "0x8", "tid": 12, "records": 40, "source": "a.c:2"},
+            ],
+        }
+    ],
+}
+
+
+def with_c2c(tmp_path: Path, lines_json: str) -> Path:
+    """The fixture bundle with a c2c collector that ran, and ``lines_json`` as its output."""
+    root = damaged(tmp_path, "proc/cpus.csv", (SOURCE / "proc/cpus.csv").read_bytes())
+    manifest = json.loads((root / "manifest.json").read_text())
+    manifest["collectors"]["c2c"] = {
+        "status": "ok",
+        "reason": "",
+        "files": ["c2c/lines.json"],
+        "details": {},
+    }
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    (root / "c2c").mkdir()
+    (root / "c2c" / "lines.json").write_text(lines_json)
+    return root
+
+
+def _c2c(edit) -> str:
+    doc = json.loads(json.dumps(GOOD_C2C))
+    edit(doc)
+    return json.dumps(doc)
+
+
+CRAFTED_C2C = {
+    "hitm is text": _c2c(lambda d: d["lines"][0].update(hitm="x")),
+    "hitm is 1e400": _c2c(lambda d: d["lines"][0].update(hitm=1)).replace(
+        '"hitm": 1', '"hitm": 1e400'
+    ),
+    "summary is a list": _c2c(lambda d: d.update(summary=[1, 2])),
+    "records is text": _c2c(lambda d: d["lines"][0]["accesses"][0].update(records="zz")),
+    "lines is text": _c2c(lambda d: d.update(lines="zz")),
+    "an access is a list": _c2c(lambda d: d["lines"][0]["accesses"].append([1])),
+    "a 4000-digit count": _c2c(lambda d: d["lines"][0].update(hitm=1)).replace(
+        '"hitm": 1', '"hitm": 1' + "0" * 4000
+    ),
+    "NaN": _c2c(lambda d: d["lines"][0].update(hitm=1)).replace('"hitm": 1', '"hitm": NaN'),
+}
+
+
+def test_a_good_c2c_member_is_used(tmp_path):
+    # the control: a well-formed c2c/lines.json gives its metrics
+    root = with_c2c(tmp_path, json.dumps(GOOD_C2C))
+    assert report_cli(root)[0] == 0
+    metrics = json.loads((root / "report.json").read_text())["metrics"]
+    assert metrics["c2c_lines_contended"] == 1 and metrics["c2c_top_line_threads"] == 2
+
+
+@pytest.mark.parametrize("case", CRAFTED_C2C)
+def test_a_crafted_c2c_member_is_named_not_raised(tmp_path, case):
+    root = with_c2c(tmp_path, CRAFTED_C2C[case])
+    code, err = report_cli(root, "json,md")  # a traceback fails the test here
+    assert code == 0, err
+    text = (root / "report.json").read_text()
+    assert "c2c/lines.json" in text  # the report says which member it could not use
+    assert json.loads(text)["metrics"].get("c2c_lines_contended") is None
+
+
+NEST = "__nested__"
+
+
+def nested(doc: object, depth: int) -> str:
+    """``doc`` as JSON, its value ``NEST`` replaced by lists and objects ``depth`` deep
+    (written as text: json.dumps itself cannot go that deep)."""
+    opening = "".join('{"k": ' if i % 2 else "[" for i in range(depth))
+    closing = "".join("}" if i % 2 else "]" for i in reversed(range(depth)))
+    return json.dumps(doc).replace(f'"{NEST}"', opening + "1" + closing)
+
+
+def _nest_manifest(root: Path, where: str, depth: int) -> None:
+    manifest = json.loads((root / "manifest.json").read_text())
+    if where == "capture":
+        manifest["capture"]["extra"] = NEST
+    else:
+        manifest["collectors"]["proc"]["details"]["extra"] = NEST
+    (root / "manifest.json").write_text(nested(manifest, depth))
+
+
+def report_process(bundle: Path, formats: str = "json") -> tuple[int, list[str]]:
+    """``diagnose report BUNDLE`` in a process of its own, with the stack a user's diagnose
+    has (in this process pytest's frames make the JSON parser give up sooner)."""
+    res = subprocess.run(
+        [sys.executable, "-m", "diagnose", "report", str(bundle), "-q", "--format", formats],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )
+    assert "Traceback" not in res.stderr, res.stderr[-3000:]
+    return res.returncode, res.stderr.strip().splitlines()
+
+
+@pytest.mark.parametrize("where", ["capture", "details"])
+def test_a_manifest_nested_950_levels_deep_is_refused_in_one_line(tmp_path, where):
+    root = damaged(tmp_path, "proc/cpus.csv", (SOURCE / "proc/cpus.csv").read_bytes())
+    _nest_manifest(root, where, 950)
+    code, err = report_process(root)
+    assert code == 7, err
+    assert len(err) == 1 and "nested too deeply" in err[0], err
+
+
+@pytest.mark.parametrize("member", ["system.json", "c2c/lines.json"])
+def test_a_member_nested_950_levels_deep_is_named_not_raised(tmp_path, member):
+    if member == "system.json":
+        root = damaged(tmp_path, member, nested({"cpu": {}, "extra": NEST}, 950).encode())
+    else:
+        root = with_c2c(tmp_path, nested({**GOOD_C2C, "summary": {"x": NEST}}, 950))
+    code, err = report_process(root)
+    assert code == 0, err
+    assert f"{member} is nested too deeply" in (root / "report.json").read_text()
+
+
+c2c_like = st.fixed_dictionaries(
+    {},
+    optional={
+        "summary": st.one_of(json_values, st.dictionaries(st.text(max_size=20), json_values)),
+        "details": json_values,
+        "metric": st.one_of(st.sampled_from(["hitm", "peer"]), json_values),
+        "lines": st.one_of(
+            json_values,
+            st.lists(
+                st.fixed_dictionaries(
+                    {},
+                    optional={
+                        k: json_values
+                        for k in ("index", "address", "hitm", "records", "share", "accesses")
+                    },
+                ),
+                max_size=3,
+            ),
+        ),
+    },
+)
+
+
+@fuzz(15)
+@given(c2c_like)
+def test_any_c2c_member_gives_a_report(tmp_path_factory, doc):
+    root = with_c2c(tmp_path_factory.mktemp("c2c"), json.dumps(doc))
+    write_reports(root, ["json", "md"])  # a member never makes the bundle unusable
+
+
+@fuzz(15)
+@given(
+    st.sampled_from(["capture", "details", "system.json", "c2c/lines.json"]),
+    st.integers(1, 3000),
+)
+def test_any_nesting_anywhere_is_read_or_refused_in_one_line(tmp_path_factory, where, depth):
+    tmp = tmp_path_factory.mktemp("nest")
+    if where in ("capture", "details"):
+        root = damaged(tmp, "proc/cpus.csv", (SOURCE / "proc/cpus.csv").read_bytes())
+        _nest_manifest(root, where, depth)
+    elif where == "system.json":
+        root = damaged(tmp, where, nested({"cpu": {}, "extra": NEST}, depth).encode())
+    else:
+        root = with_c2c(tmp, nested({**GOOD_C2C, "summary": {"x": NEST}}, depth))
+    code, err = report_cli(root, "json")
+    # the manifest's own levels above the nesting: 2 for capture, 4 for a collector's details
+    if where in ("capture", "details") and depth + {"capture": 2, "details": 4}[where] > 32:
+        assert code == 7 and len(err) == 1, err
+    else:
+        assert code == 0, err

@@ -48,11 +48,11 @@ class C2cCollector(PerfCollectorBase):
         assert child is not None
         if child.wait(timeout) is None:
             child.stop(grace=15)
-        data = ctx.writer.root / self.data_rel
+        data = ctx.writer.path(self.data_rel)
         files = ["c2c/perf-record.stderr"]
         details: dict[str, Any] = {"max_seconds": MAX_SECONDS, "max_bytes": MAX_BYTES}
         try:
-            if not data.is_file() or data.stat().st_size == 0:
+            if not ctx.writer.is_file(self.data_rel) or ctx.writer.size_of(self.data_rel) == 0:
                 reason = record_failure(child.stderr_text()) or "perf c2c recorded nothing"
                 return self.record(CollectorStatus.FAILED, reason, files, **details)
             report = ctx.writer.path("c2c/report.txt")
@@ -64,11 +64,11 @@ class C2cCollector(PerfCollectorBase):
             if rep_child.wait(REPORT_TIMEOUT) is None:
                 rep_child.stop(grace=5)
             files.append("c2c/report.txt")
-            text = report.read_text("utf-8", "replace")
+            text = ctx.writer.read_text("c2c/report.txt")
         except (OSError, subprocess.SubprocessError) as exc:
             return self.record(CollectorStatus.FAILED, f"perf c2c report: {exc}", files, **details)
         finally:
-            data.unlink(missing_ok=True)
+            ctx.writer.unlink(self.data_rel)
         try:
             parsed = parse_c2c(text)
         except C2cFormatError as exc:

@@ -19,11 +19,11 @@ first, ``symbol (library)``), ``native/stacks.folded`` and ``native/native.speed
 from __future__ import annotations
 
 import contextlib
-import csv
 from collections import Counter
 from collections.abc import Iterable
 
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
+from diagnose.bundle.writer import guarded_csv_writer
 from diagnose.collect.base import CaptureContext
 from diagnose.collect.perf.record import PerfCollectorBase, PerfRecord, record_failure, ring_pages
 from diagnose.formats.perf_script import LOST, parse_script
@@ -112,7 +112,7 @@ class PerfCollector(PerfCollectorBase):
         t_last: float | None = None
         w = ctx.writer
         with w.open_text("native/samples.csv") as fh:
-            cw = csv.writer(fh)
+            cw = guarded_csv_writer(fh)
             cw.writerow(["t", "tid", "stack_id"])
             for ev in parse_script(lines):
                 if ev.event == LOST:
@@ -129,7 +129,7 @@ class PerfCollector(PerfCollectorBase):
                 t_first = t if t_first is None else t_first
                 t_last = t
         with w.open_text("native/stacks.csv") as fh:
-            cw = csv.writer(fh)
+            cw = guarded_csv_writer(fh)
             cw.writerow(["stack_id", "frames"])
             for sid, stack in enumerate(table.stacks):
                 cw.writerow([sid, ";".join(stack)])

@@ -125,10 +125,7 @@ class PerfRecord:
         return bool(SIZE_LIMIT.search(self.stderr()))
 
     def size_bytes(self) -> int:
-        try:
-            return self.data.stat().st_size
-        except OSError:
-            return 0
+        return self.ctx.writer.size_of(f"{self.subdir}/.perf.data")
 
     @property
     def script_stderr_rel(self) -> str:
@@ -143,16 +140,14 @@ class PerfRecord:
     def script_warnings(self) -> tuple[int, str]:
         """(events lost, perf script's last error) once the script has run."""
         try:
-            text = (self.ctx.writer.root / self.script_stderr_rel).read_text("utf-8", "replace")
+            text = self.ctx.writer.read_text(self.script_stderr_rel)
         except OSError:
             return 0, ""
         return script_warnings(text)
 
     def cleanup(self) -> None:
-        with contextlib.suppress(OSError):
-            self.data.unlink()
-        with contextlib.suppress(OSError):
-            self.data.with_name(self.data.name + ".old").unlink()
+        self.ctx.writer.unlink(f"{self.subdir}/.perf.data")
+        self.ctx.writer.unlink(f"{self.subdir}/.perf.data.old")
 
 
 class PerfCollectorBase(Collector):

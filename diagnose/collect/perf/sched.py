@@ -27,11 +27,11 @@ cap ("perf size limit reached") misses events, and only that is reported as cut.
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterable
 from typing import Any
 
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
+from diagnose.bundle.writer import guarded_csv_writer
 from diagnose.collect.base import CaptureContext
 from diagnose.collect.perf.record import PerfCollectorBase, PerfRecord, record_failure, ring_pages
 from diagnose.formats.perf_sched import FutexWait, OffCpu, SchedSummary, convert, futex_cmd
@@ -156,8 +156,8 @@ def write_tables(
     folded: dict[tuple[str, ...], float] = {}
     n_off = n_futex = 0
     with w.open_text("sched/offcpu.csv") as f_off, w.open_text("sched/futex.csv") as f_fx:
-        off = csv.writer(f_off)
-        fx = csv.writer(f_fx)
+        off = guarded_csv_writer(f_off)
+        fx = guarded_csv_writer(f_fx)
         off.writerow(OFFCPU_COLUMNS)
         fx.writerow(FUTEX_COLUMNS)
         for row in convert(parse_script(lines), summary):
@@ -176,7 +176,7 @@ def write_tables(
                              _r(row.dur), _r(row.ret), int(row.blocked), _r(row.waker),
                              _r(None if row.wake_t is None else row.wake_t - t0), sid])  # fmt: skip
     with w.open_text("sched/stacks.csv") as fh:
-        cw = csv.writer(fh)
+        cw = guarded_csv_writer(fh)
         cw.writerow(["stack_id", "frames"])
         for i, stack in enumerate(table.stacks):
             cw.writerow([i, ";".join(stack)])

@@ -1,0 +1,312 @@
+"""Directories held open by file descriptor: diagnose never re-walks a path another user can change.
+
+diagnose runs as root against other users' processes and reads bundles other users made, in
+directories they may control (a world-writable ``/tmp/o``, the application's directory, a
+bundle attached to a ticket). A path is looked up again at every use, and a directory on it
+can be swapped for a symlink between two uses; a file descriptor cannot. So:
+
+- :meth:`SafeDir.create` makes an output directory (a bundle) and opens it once. A new
+  directory is created by ``mkdir`` (which fails if anything is there) relative to its
+  parent's descriptor, opened with ``O_NOFOLLOW`` and checked on the descriptor: owned by us,
+  mode 0700. An existing one is used only if the caller owns it, its mode is 0700 and it is
+  empty: then nobody else can have planted anything inside, nor can they later.
+- :meth:`SafeDir.open` opens an existing directory once (a bundle to read, a report's
+  ``-o``), following the path as the user gave it, once.
+- Everything below is reached from those descriptors: member directories with
+  ``O_NOFOLLOW|O_DIRECTORY``, files with ``O_NOFOLLOW`` (new ones ``O_CREAT|O_EXCL``), atomic
+  replacement by ``renameat``; files to read must be regular files (a FIFO would block).
+- Helper processes (py-spy, perf) get :meth:`SafeDir.anchored` paths,
+  ``/proc/self/fd/N/NAME``: the kernel resolves them from descriptor N, which
+  :class:`diagnose.collect.child.Child` passes down under the same number, so the helper
+  writes into the very directory diagnose opened whatever happens to the path meanwhile. The
+  same path works inside diagnose (its own descriptor N).
+
+Errors are :class:`OSError`; callers turn them into one-line messages.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import stat
+import threading
+import weakref
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_NEW_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+ANCHOR = "/proc/self/fd/"
+
+
+class UnsafeDirectory(OSError):
+    """An existing directory diagnose must not write into (another owner, open mode, not
+    empty, a symlink). ``str()`` is the one-line reason."""
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+def _close_all(fds: list[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    fds.clear()
+
+
+def split_member(rel: str) -> tuple[tuple[str, ...], str]:
+    """``"python/trace-000.json"`` -> (("python",), "trace-000.json"); refuses absolute
+    paths, ``..``, empty parts: a member name never leaves its directory."""
+    parts = tuple(p for p in str(rel).split("/") if p not in ("", "."))
+    if not parts or str(rel).startswith("/") or any(p == ".." for p in parts):
+        raise ValueError(f"bundle member {rel!r} escapes the bundle")
+    return parts[:-1], parts[-1]
+
+
+class SafeDir:
+    """A directory open by descriptor, and its subdirectories (opened on first use, kept)."""
+
+    def __init__(
+        self, fd: int, display: Path, parent_fd: int | None = None, name: str = ""
+    ) -> None:
+        self.fd = fd
+        self.display = Path(display)  # the path the user gave: for messages only
+        self._parent_fd = parent_fd  # to remove the directory again (see discard)
+        self._name = name
+        self._subs: dict[tuple[str, ...], int] = {}
+        self._lock = threading.RLock()  # collectors open member directories from threads
+        self._fds = [fd] + ([parent_fd] if parent_fd is not None else [])
+        self._finalizer = weakref.finalize(self, _close_all, self._fds)
+
+    # -- opening ------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | Path) -> SafeDir:
+        """An existing directory, ``path`` followed once as given."""
+        fd = os.open(path, _DIR_FLAGS)
+        return cls(fd, Path(path))
+
+    @classmethod
+    def create(cls, path: str | Path, fallback_suffix: bool = False) -> SafeDir:
+        """An output directory only the caller can write: created now (0700), or an existing
+        empty one the caller owns with mode 0700. ``fallback_suffix``: when ``path`` exists,
+        create ``path-XXXXXXXX`` (random) instead (the default bundle name is predictable).
+        Raises :class:`UnsafeDirectory` for an existing directory that does not qualify."""
+        path = Path(path)
+        name = path.name
+        if name in ("", ".", ".."):
+            path = Path(os.path.abspath(path))
+            name = path.name
+        parent = path.parent
+        if not parent.exists():
+            os.makedirs(parent, mode=DIR_MODE, exist_ok=True)
+        parent_fd = os.open(parent, _DIR_FLAGS)
+        try:
+            created = False
+            for attempt in range(8):
+                try:
+                    os.mkdir(name, DIR_MODE, dir_fd=parent_fd)
+                    created = True
+                    break
+                except FileExistsError:
+                    if not fallback_suffix:
+                        break
+                    base = path.name
+                    name = f"{base}-{secrets.token_hex(4)}"
+                    if attempt == 7:
+                        raise
+            try:
+                fd = os.open(name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=parent_fd)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise UnsafeDirectory(
+                        exc.errno, f"{parent / name} is a symbolic link"
+                    ) from None
+                if exc.errno == errno.ENOTDIR:
+                    raise UnsafeDirectory(
+                        exc.errno, f"{parent / name} exists and is not a directory"
+                    ) from None
+                raise
+            try:
+                _check_private(fd, parent / name, must_be_empty=True, fix_mode=created)
+            except BaseException:
+                os.close(fd)
+                raise
+        except BaseException:
+            os.close(parent_fd)
+            raise
+        return cls(fd, parent / name, parent_fd=parent_fd, name=name if created else "")
+
+    def dup(self) -> SafeDir:
+        """Another handle on the same directory (closed independently)."""
+        return SafeDir(os.dup(self.fd), self.display)
+
+    def close(self) -> None:
+        self._finalizer()
+
+    def __enter__(self) -> SafeDir:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def discard(self) -> None:
+        """Remove the directory if it is still empty and diagnose created it (nothing was
+        captured into it after all)."""
+        if self._parent_fd is not None and self._name:
+            with contextlib.suppress(OSError):
+                os.rmdir(self._name, dir_fd=self._parent_fd)
+
+    # -- members ------------------------------------------------------------------------
+
+    def subdir_fd(self, parts: tuple[str, ...], create: bool = False) -> int:
+        """Descriptor of the member directory ``parts`` (``()``: this one), never through a
+        symlink; with ``create``, missing ones are made 0700."""
+        if not parts:
+            return self.fd
+        with self._lock:
+            fd = self._subs.get(parts)
+            if fd is not None:
+                return fd
+            parent = self.subdir_fd(parts[:-1], create)
+            name = parts[-1]
+            if create:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(name, DIR_MODE, dir_fd=parent)
+            fd = os.open(name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=parent)
+            self._subs[parts] = fd
+            self._fds.append(fd)
+            return fd
+
+    def locate(self, rel: str, create_dirs: bool = False) -> tuple[int, str]:
+        """(descriptor of the member's directory, its name)."""
+        dirs, name = split_member(rel)
+        return self.subdir_fd(dirs, create_dirs), name
+
+    def anchored(self, rel: str, create_dirs: bool = True) -> Path:
+        """``/proc/self/fd/N/NAME`` for member ``rel``: a path that reaches this directory
+        through its descriptor, for helpers (see :class:`~diagnose.collect.child.Child`) and
+        for reading back what they wrote."""
+        dfd, name = self.locate(rel, create_dirs)
+        return Path(f"{ANCHOR}{dfd}/{name}")
+
+    def create_file(self, rel: str, mode: int = FILE_MODE, replace: bool = False) -> int:
+        """A new file, opened for writing: never an existing one, never through a link.
+        ``replace``: a file already there (ours, from an earlier step) is removed first."""
+        dfd, name = self.locate(rel, create_dirs=True)
+        if replace:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name, dir_fd=dfd)
+        return os.open(name, _NEW_FLAGS, mode, dir_fd=dfd)
+
+    def open_append(self, rel: str) -> int:
+        """An existing member for appending (created if missing), never through a link."""
+        dfd, name = self.locate(rel, create_dirs=True)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        return os.open(name, flags, FILE_MODE, dir_fd=dfd)
+
+    def open_read(self, rel: str) -> int:
+        """A member for reading: a regular file reached without following any link."""
+        dfd, name = self.locate(rel)
+        fd = os.open(name, _READ_FLAGS, dir_fd=dfd)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise IsADirectoryError(errno.EISDIR, f"{rel} is not a regular file")
+            os.set_blocking(fd, True)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def lstat(self, rel: str) -> os.stat_result | None:
+        """The member's own status (a link is not followed), or None when absent."""
+        try:
+            dfd, name = self.locate(rel)
+            return os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        except (OSError, ValueError):
+            return None
+
+    def is_file(self, rel: str) -> bool:
+        st = self.lstat(rel)
+        return st is not None and stat.S_ISREG(st.st_mode)
+
+    def read_bytes(self, rel: str, limit: int | None = None) -> bytes:
+        fd = self.open_read(rel)
+        with os.fdopen(fd, "rb") as fh:
+            return fh.read() if limit is None else fh.read(limit)
+
+    def unlink(self, rel: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            dfd, name = self.locate(rel)
+            os.unlink(name, dir_fd=dfd)
+
+    def write_atomic(self, rel: str, write: Callable[[int], None]) -> None:
+        """Write member ``rel`` so that it is either old or complete: ``write(fd)`` fills a
+        fresh ``.NAME.tmp`` (0600, ``O_EXCL``), which then replaces ``NAME`` by ``renameat``
+        (a link at ``NAME`` is replaced, never followed)."""
+        dfd, name = self.locate(rel, create_dirs=True)
+        tmp = f".{name}.tmp"
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp, dir_fd=dfd)  # left by a killed run, or planted: never written through
+        fd = os.open(tmp, _NEW_FLAGS, FILE_MODE, dir_fd=dfd)
+        try:
+            try:
+                write(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dfd)
+            raise
+
+    def walk_sizes(self) -> Iterator[tuple[str, int]]:
+        """(relative path, size) of every file below, links not followed."""
+        for top, _dirs, files, dfd in os.fwalk(".", dir_fd=self.fd):
+            for name in files:
+                with contextlib.suppress(OSError):
+                    st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+                    yield os.path.normpath(os.path.join(top, name)), st.st_size
+
+    def free_bytes(self) -> int:
+        st = os.statvfs(self.fd)
+        return st.f_bavail * st.f_frsize
+
+    def is_empty(self) -> bool:
+        return not os.listdir(self.fd)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _check_private(fd: int, where: Path, must_be_empty: bool, fix_mode: bool) -> None:
+    """The directory open at ``fd`` is ours alone: owned by our effective user, mode 0700
+    (``fix_mode``: we just made it, and the umask may have taken bits: set 0700), empty."""
+    st = os.fstat(fd)
+    if not stat.S_ISDIR(st.st_mode):
+        raise UnsafeDirectory(errno.ENOTDIR, f"{where} is not a directory")
+    if st.st_uid != os.geteuid():
+        raise UnsafeDirectory(
+            errno.EPERM,
+            f"{where} exists and belongs to uid {st.st_uid}, not to you (uid {os.geteuid()})",
+        )
+    if fix_mode:
+        os.fchmod(fd, DIR_MODE)
+    elif stat.S_IMODE(st.st_mode) != DIR_MODE:
+        raise UnsafeDirectory(
+            errno.EPERM,
+            f"{where} exists with mode {stat.S_IMODE(st.st_mode):04o}; an existing output "
+            "directory must have mode 0700",
+        )
+    if must_be_empty and os.listdir(fd):
+        raise UnsafeDirectory(errno.ENOTEMPTY, f"{where} exists and is not empty")
