@@ -380,16 +380,22 @@ def hot_and_cold(
 def diff_flames(before: Diagnosis, after: Diagnosis) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for view, (title, unit) in FLAME_VIEWS.items():
-        fb = before.analysis.flames.get(view) or []
-        fa = after.analysis.flames.get(view) or []
+        # absent: not recorded; empty: recorded, and nothing in it (no thread waited)
+        fb = before.analysis.flames.get(view)
+        fa = after.analysis.flames.get(view)
         if not fb and not fa:
             continue
+        fb, fa = fb or [], fa or []
         sb = scaled_stacks(fb, _flame_scale(view, fb, before.report["metrics"]))
         sa = scaled_stacks(fa, _flame_scale(view, fa, after.report["metrics"]))
         out[view] = {
             "title": title,
             "unit": unit,
-            "missing": "before" if not fb else ("after" if not fa else None),
+            "missing": (
+                "before"
+                if view not in before.analysis.flames
+                else ("after" if view not in after.analysis.flames else None)
+            ),
             "tree": diff_tree(sb, sa),
             **hot_and_cold(sb, sa),
         }

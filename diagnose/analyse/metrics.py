@@ -1168,8 +1168,7 @@ def _flames(tt: ThreadTime | None, data: BundleData, a: Analysis) -> None:
                 off[
                     (f"{state} wait", f"thread ({tid}): {data.py_names.get(int(tid), '')}", *st)
                 ] += float(w)
-        if off:
-            a.flames["waits"] = list(off.items())
+        a.flames["waits"] = list(off.items())  # empty: measured, and no thread waited
 
 
 # --- entry point ---------------------------------------------------------------------------
