@@ -447,16 +447,17 @@ class GilCollector(_PySpyBased):
             for tid, name, stack, count in parse_raw(path.read_text("utf-8", "replace")):
                 rows.append(((f"thread ({tid}): {name}", *stack), count))
         details = {"samples": samples_total, "rate_hz": ctx.options.rate}
-        if samples_total == 0:
-            return self.record(
-                CollectorStatus.FAILED, problems[0] if problems else "no samples", files, **details
-            )
+        if samples_total == 0 and (problems or not files):
+            reason = problems[0] if problems else "py-spy recorded nothing"
+            return self.record(CollectorStatus.FAILED, reason, files, **details)
         ctx.writer.write_text("python/gil.folded", format_folded(rows))
         ctx.writer.write_json("python/gil.json", {"samples": samples_total})
         files += ["python/gil.folded", "python/gil.json"]
-        status = (
-            CollectorStatus.PARTIAL
-            if problems or ctx.target_exited.is_set()
-            else CollectorStatus.OK
-        )
-        return self.record(status, "; ".join(problems[:2]), files, **details)
+        notes = problems[:2]
+        if ctx.target_exited.is_set():
+            notes.append("the target exited during the capture")
+        status = CollectorStatus.PARTIAL if notes else CollectorStatus.OK
+        if samples_total == 0:
+            # py-spy sampled for the whole window ("Samples: 0 Errors: 0"): an idle target
+            notes.append("no thread held the GIL in any sample (no Python code ran)")
+        return self.record(status, "; ".join(notes), files, **details)

@@ -44,6 +44,7 @@ SIZE_LIMIT = re.compile(r"perf size limit reached \((\d+) KB\)")
 WROTE = re.compile(r"Captured and wrote ([\d.]+) MB")
 LOST_CHUNKS = re.compile(r"lost (\d+) chunks", re.I)
 LOST_SAMPLES = re.compile(r"(\d+) samples? lost", re.I)
+NO_PROCESS = re.compile(r"no such process", re.I)
 
 
 def ring_pages(per_cpu_bytes: int, total_bytes: int = 64 * 2**20) -> int:
@@ -213,6 +214,30 @@ class PerfCollectorBase(Collector):
         status = CollectorStatus.PARTIAL if problems else CollectorStatus.OK
         return self.record(status, "; ".join(problems + notes), files, **details)
 
+    def nothing_recorded(
+        self,
+        ctx: CaptureContext,
+        rec: PerfRecord,
+        error: str,
+        nothing: str,
+        files: list[str],
+        details: dict[str, Any],
+    ) -> CollectorRecord:
+        """The record of a recording without a single event (``nothing`` says what it
+        lacks, and why an idle target gives that).
+
+        perf's own success line ("[ perf record: Captured and wrote 0.001 MB ...]") with no
+        error from perf script means that perf ran for the whole window and the target did
+        nothing it records: ``ok``, with that as a note, not a failure. A target that had
+        exited before perf attached, or a perf that failed, is ``failed`` with the reason."""
+        stderr = rec.stderr()
+        if not error and WROTE.search(stderr):
+            if ctx.target_exited.is_set():
+                reason = f"the target exited during the capture; {nothing}"
+                return self.record(CollectorStatus.PARTIAL, reason, files, **details)
+            return self.record(CollectorStatus.OK, nothing, files, **details)
+        return self.record(CollectorStatus.FAILED, error or no_recording(rec), files, **details)
+
 
 def perf_script(
     ctx: CaptureContext,
@@ -239,6 +264,14 @@ def perf_script(
         timer.cancel()
         child.stop(grace=5)
         stdout.close()
+
+
+def no_recording(rec: PerfRecord) -> str:
+    """Why ``perf record`` left nothing to read, with the fix where there is one."""
+    stderr = rec.stderr()
+    if NO_PROCESS.search(stderr):
+        return "the target exited before perf could attach to it"
+    return record_failure(stderr) or f"perf record wrote nothing (exit status {rec.rc})"
 
 
 def record_failure(stderr: str) -> str:
