@@ -422,9 +422,15 @@ def caveats(before: Diagnosis, after: Diagnosis) -> list[str]:
             "reason too; compare again on a quiet host, or capture the baseline twice to see "
             "the noise"
         )
-    for name, what in (("cores_available", "cores available"), ("python_version", "Python")):
-        if mb.get(name) is not None and ma.get(name) is not None and mb[name] != ma[name]:
-            out.append(f"{what} differ: {mb[name]} before, {ma[name]} after")
+    for name, what in (
+        ("cores_available", "cores available"),
+        ("python_version", "Python versions"),
+    ):
+        b, a = (None if v == "" else v for v in (mb.get(name), ma.get(name)))
+        if (b is not None or a is not None) and b != a:
+            known = {"before": b, "after": a}
+            text = ", ".join(f"{'unknown' if v is None else v} {k}" for k, v in known.items())
+            out.append(f"{what} differ: {text}")
     wb, wa = mb.get("window_s"), ma.get("window_s")
     if _is_number(wb) and _is_number(wa) and min(wb, wa) < 0.5 * max(wb, wa):
         out.append(

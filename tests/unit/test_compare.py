@@ -249,6 +249,22 @@ def test_caveats_name_what_differs_besides_the_change():
     assert "collector perf was unavailable only before" in text
 
 
+def test_a_caveat_never_shows_an_empty_value():
+    # GIVEN a Python target before, and after one whose Python version is not known
+    before, after = _diagnosis(0.8, ["a"]), _diagnosis(0.2, ["a"])
+    before.report["metrics"]["python_version"] = "3.11"
+    after.report["metrics"]["python_version"] = ""
+    caveats = build_comparison(before, after)["caveats"]  # type: ignore[arg-type]
+    # THEN the caveat says what is not known, instead of an empty value
+    assert caveats == ["Python versions differ: 3.11 before, unknown after"]
+    after.report["metrics"]["python_version"] = "3.12"
+    caveats = build_comparison(before, after)["caveats"]  # type: ignore[arg-type]
+    assert caveats == ["Python versions differ: 3.11 before, 3.12 after"]
+    before.report["metrics"]["python_version"] = ""
+    after.report["metrics"]["python_version"] = None
+    assert build_comparison(before, after)["caveats"] == []  # type: ignore[arg-type]
+
+
 def test_parents_always_cover_their_children_after_rounding():
     # GIVEN stacks whose values round so that children would sum past their parent
     from diagnose.compare import diff_tree
