@@ -7,6 +7,7 @@ bundle alone, so editing rules and re-running ``diagnose report`` recomputes eve
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,8 +65,40 @@ def diagnose(bundle_path: Path, rules_dirs: Iterable[Path] = ()) -> Diagnosis:
     return Diagnosis(bundle, analysis, report)
 
 
+#: ``-o -``: the one report asked for goes to stdout
+STDOUT = Path("-")
+
+
+def is_stream(path: Path) -> bool:
+    """``-`` (stdout), something that exists and is neither a file nor a directory (a
+    pipe, a terminal), or anything under /dev or /proc (``/dev/stdout`` is a link to
+    ``/proc/self/fd/1``, a plain file when stdout is redirected to one): written to
+    directly. Never replaced by a new file, as a report file is (that would replace the
+    link /dev/stdout itself)."""
+    if path == STDOUT:
+        return True
+    try:
+        if not path.exists() or path.is_dir():
+            return False
+        return not path.is_file() or path.absolute().parts[1:2] in (("dev",), ("proc",))
+    except OSError:
+        return False
+
+
 def write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` (0600) so that ``path`` is either old or complete."""
+    """Write ``text`` to ``path`` (0600) so that ``path`` is either old or complete; to
+    stdout for ``-``, and straight into a stream such as ``/dev/stdout``."""
+    if path == STDOUT:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    if is_stream(path):
+        try:
+            with path.open("w", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as exc:
+            raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from exc
+        return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -79,10 +112,21 @@ def output_paths(
     out: Path | None,
     filenames: Mapping[str, str] = FILENAMES,
 ) -> dict[str, Path]:
+    """Where each format goes. ``out``: None (into the bundle), a directory, or, with one
+    format, a file (a name ending .html, .md or .json, or anything that exists and is not a
+    directory, such as /dev/stdout), or ``-`` for stdout."""
     if out is None:
         return {f: bundle_path / filenames[f] for f in formats}
-    suffixes = {".html": "html", ".htm": "html", ".md": "md", ".json": "json"}
-    if len(formats) == 1 and out.suffix.lower() in suffixes:
+    several = len(formats) > 1
+    if out == STDOUT or is_stream(out):
+        if several:
+            raise UsageError(
+                f"-o {out} takes one report, not {len(formats)}: choose one with "
+                "--format html, md or json"
+            )
+        return {formats[0]: out}
+    suffixes = {".html", ".htm", ".md", ".json"}
+    if not several and (out.suffix.lower() in suffixes or (out.exists() and not out.is_dir())):
         return {formats[0]: out}
     if out.exists() and not out.is_dir():
         raise UsageError(f"-o {out} is a file; with several formats give a directory")
@@ -96,11 +140,13 @@ def write_reports(
     rules_dirs: Iterable[Path] = (),
 ) -> tuple[Diagnosis, dict[str, Path]]:
     formats = formats or list(FORMATS)
+    paths = output_paths(bundle_path, formats, out)  # bad -o is refused before the analysis
     d = diagnose(bundle_path, rules_dirs)
-    paths = output_paths(bundle_path, formats, out)
     # the small reports first: on a disk that fills up, they are the ones that fit
     for fmt, path in sorted(paths.items(), key=lambda kv: kv[0] == "html"):
-        if fmt == "json":
+        if fmt == "json" and is_stream(path):
+            write_text(path, report_json(d) + "\n")
+        elif fmt == "json":
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
@@ -119,4 +165,5 @@ def write_reports(
 
 
 def report_json(d: Diagnosis) -> str:
-    return json.dumps(d.report, indent=1)
+    """The report as JSON text, as report.json holds it."""
+    return json.dumps(d.report, indent=1, ensure_ascii=False, allow_nan=False, default=str)

@@ -12,7 +12,7 @@ import click
 from diagnose.collect.base import CaptureOptions
 from diagnose.collect.registry import COLLECTORS, parse_collectors
 from diagnose.collect.session import CaptureResult
-from diagnose.errors import ExitCode, OutputError
+from diagnose.errors import ExitCode, OutputError, UsageError
 from diagnose.render.terminal import render_summary
 from diagnose.report import write_reports
 
@@ -25,11 +25,23 @@ rules_option = click.option(
 )
 
 
+def bundle_dir_callback(
+    _ctx: click.Context, _param: click.Parameter, value: Path | None
+) -> Path | None:
+    if value is not None and str(value) == "-":
+        raise UsageError(
+            "-o is the bundle's directory, which cannot be stdout; --json prints the report "
+            "on stdout"
+        )
+    return value
+
+
 bundle_out_option = click.option(
     "--out",
     "-o",
     type=click.Path(path_type=Path),
     default=None,
+    callback=bundle_dir_callback,
     help="Bundle directory to create (default: ./diagnose-PID-TIMESTAMP).",
 )
 
@@ -129,6 +141,8 @@ def make_options(
     collectors: str | None,
     max_bundle_mb: int,
 ) -> CaptureOptions:
+    if max_bundle_mb < 1:
+        raise UsageError(f"--max-bundle-mb must be at least 1 (MiB), not {max_bundle_mb}")
     return CaptureOptions(
         duration=duration,
         rate=100 if rate is None else rate,
@@ -137,7 +151,7 @@ def make_options(
         native=native,
         nonblocking=nonblocking,
         collectors=parse_collectors(collectors),
-        max_bundle_bytes=max(1, max_bundle_mb) * 1024 * 1024,
+        max_bundle_bytes=max_bundle_mb * 1024 * 1024,
     )
 
 

@@ -11,8 +11,9 @@ from diagnose.cli import main
 from diagnose.cli.common import rules_option
 from diagnose.compare import compare as compare_bundles
 from diagnose.compare import write_comparison
+from diagnose.errors import UsageError
 from diagnose.render.compare import render_compare_summary
-from diagnose.report import parse_formats
+from diagnose.report import STDOUT, is_stream, output_paths, parse_formats
 
 
 @main.command()
@@ -31,7 +32,7 @@ from diagnose.report import parse_formats
     "out",
     type=click.Path(path_type=Path),
     default=None,
-    help="Output file (one format) or directory (default: inside the AFTER bundle, compare.*).",
+    help="Output file (one format; - for stdout) or directory (default: inside the AFTER bundle, compare.*).",
 )
 @rules_option
 @click.option(
@@ -56,12 +57,16 @@ def compare(
     hotter, what got colder). Both bundles are diagnosed with the same rules.
     """
     fmts = parse_formats(formats)
+    if as_json and out == STDOUT:
+        raise UsageError("--json and -o - both print on stdout: choose one")
+    output_paths(after, fmts, out)  # bad -o is refused before the two analyses
     c = compare_bundles(before, after, rules_dirs)
     paths = write_comparison(c, after, fmts, out)
+    files = {fmt: path for fmt, path in paths.items() if not is_stream(path)}
     if as_json:
         click.echo(json.dumps(c, indent=1))
-        return
-    main_path = paths.get("html") or next(iter(paths.values()))
-    click.echo(render_compare_summary(c, str(main_path)))
-    for fmt, path in paths.items():
+    elif len(files) == len(paths):  # nothing went to stdout
+        main_path = files.get("html") or next(iter(files.values()), out)
+        click.echo(render_compare_summary(c, str(main_path)))
+    for fmt, path in files.items():
         click.echo(f"{fmt}: {path}", err=True)

@@ -9,8 +9,9 @@ import click
 
 from diagnose.cli import main
 from diagnose.cli.common import rules_option
+from diagnose.errors import UsageError
 from diagnose.render.terminal import render_summary
-from diagnose.report import parse_formats, write_reports
+from diagnose.report import STDOUT, is_stream, parse_formats, report_json, write_reports
 
 
 @main.command()
@@ -29,19 +30,37 @@ from diagnose.report import parse_formats, write_reports
     "out",
     type=click.Path(path_type=Path),
     default=None,
-    help="Output file (one format) or directory (default: inside the bundle).",
+    help="Output file (one format; - for stdout) or directory (default: inside the bundle).",
 )
 @click.option("--quiet", "-q", is_flag=True, help="Print only the paths written.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the report's JSON on stdout instead of the summary.",
+)
 def report(
-    bundle: Path, formats: str, rules_dirs: tuple[Path, ...], out: Path | None, quiet: bool
+    bundle: Path,
+    formats: str,
+    rules_dirs: tuple[Path, ...],
+    out: Path | None,
+    quiet: bool,
+    as_json: bool,
 ) -> None:
     """Analyse BUNDLE and write its report (HTML, Markdown, JSON).
 
-    The bundle alone is read: copy it anywhere and run this there.
+    The bundle alone is read: copy it anywhere and run this there. With -o - the one
+    format asked for (--format) is written to stdout, and nothing else is.
     """
-    d, paths = write_reports(bundle, parse_formats(formats), out, rules_dirs)
-    if not quiet:
-        main_path = paths.get("html") or next(iter(paths.values()))
+    fmts = parse_formats(formats)
+    if as_json and out == STDOUT:
+        raise UsageError("--json and -o - both print on stdout: choose one")
+    d, paths = write_reports(bundle, fmts, out, rules_dirs)
+    files = {fmt: path for fmt, path in paths.items() if not is_stream(path)}
+    if as_json:
+        click.echo(report_json(d))
+    elif not quiet and len(files) == len(paths):  # nothing went to stdout
+        main_path = files.get("html") or next(iter(files.values()), out)
         click.echo(render_summary(d.report, str(main_path), color=sys.stdout.isatty()))
-    for fmt, path in paths.items():
-        click.echo(f"{fmt}: {path}", err=not quiet)
+    for fmt, path in files.items():
+        click.echo(f"{fmt}: {path}", err=not quiet or as_json)
