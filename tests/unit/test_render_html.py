@@ -77,6 +77,22 @@ def test_only_our_two_scripts_may_run(page):
     assert html.count("plotly.js v") == 1  # inlined once
 
 
+def test_the_page_is_small_and_carries_only_the_plotly_traces_it_draws(page, diag):
+    # GIVEN the report of a real capture. The full plotly.js made it 4.9 MB; the build in
+    # templates/vendor has the traces the report draws and nothing else
+    html, p = page
+    assert len(html.encode()) < 1_600_000, len(html.encode())
+    plotly = p.scripts[1]
+    assert plotly.startswith("/*! plotly.js v")
+    charts = json.loads(p.scripts[0])["charts"].values()
+    drawn = {t["type"] for c in charts if c.get("figure") for t in c["figure"]["data"]}
+    assert drawn == {"scatter", "bar", "heatmap"}  # and the flame graphs' icicle
+    for trace in ("icicle", "heatmap", "bar", "scatter"):
+        assert f'name:"{trace}"' in plotly, trace  # registered
+    for unused in ("scattergl", "choroplethmap", "scatter3d", "sankey", "parcoords"):
+        assert f'name:"{unused}"' not in plotly, unused
+
+
 def test_nothing_is_fetched(page):
     _, p = page
     for tag, attrs in p.tags:
