@@ -73,6 +73,25 @@ def render_page(template: str, scripts: list[str], **context: Any) -> str:
     return tmpl.render(scripts=scripts, csp=content_security_policy(scripts), **context)
 
 
+#: What a badge's colour says: how much a finding calls for action, whatever its category
+#: (an I/O verdict in green read as healthy). Shown in the page's legend.
+SEVERITIES = {
+    "high": "the bottleneck (score 0.5 or more)",
+    "medium": "a weaker candidate",
+    "low": "advisory",
+    "info": "nothing to fix (idle, or no bottleneck named)",
+}
+
+
+def severity(category: str, score: float | None, advisory: bool = False) -> str:
+    """A finding's (or the verdict's, from its confidence) severity: a key of SEVERITIES."""
+    if category in ("idle", "unknown"):
+        return "info"
+    if advisory:
+        return "low"
+    return "high" if (score or 0) >= 0.5 else "medium"
+
+
 def render_html(report: dict[str, Any], charts: dict[str, Any]) -> str:
     return render_page(
         "report.html.j2",
@@ -84,4 +103,6 @@ def render_html(report: dict[str, Any], charts: dict[str, Any]) -> str:
         short=short_frame,
         pct=pct,
         min_share=MIN_SHARE,
+        severity=severity,
+        severities=SEVERITIES,
     )

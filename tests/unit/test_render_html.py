@@ -159,3 +159,29 @@ def test_long_names_are_cut(diag):
     rep["verdict"]["headline"] = "x" * 100_000
     html = render_html(rep, chart_data(diag.analysis))
     assert not re.search("x{2000}", html)
+
+
+@pytest.mark.parametrize(
+    ("primary", "confidence", "severity"),
+    [
+        ("io", 0.96, "high"),
+        ("lock", 0.3, "medium"),
+        ("idle", 1.0, "info"),
+        ("unknown", 0.0, "info"),
+    ],
+)
+def test_a_badge_colour_says_how_much_to_act_not_which_category(
+    diag, primary, confidence, severity
+):
+    # an I/O verdict drew a green badge, which reads as healthy
+    report = copy.deepcopy(diag.report)
+    report["verdict"].update(primary=primary, confidence=confidence)
+    for f in report["findings"]:
+        f["advisory"] = True
+    html = render_html(report, chart_data(diag.analysis))
+    verdict = re.search(r'<span class="cat-badge cat-(\w+) sev-(\w+)"', html)
+    assert verdict is not None and verdict.groups() == (primary, severity)
+    # the findings here are all advisory: amber, whatever their category
+    found = re.findall(r'<article class="finding cat-\w+ sev-(\w+)', html)
+    assert found and set(found) <= {"low", "info"}
+    assert "Colours say how much to act" in html
