@@ -452,9 +452,8 @@ def caveats(before: Diagnosis, after: Diagnosis) -> list[str]:
     for collector in sorted(ok_b ^ ok_a):
         if collector in sources:
             name, status = sources[collector]
-            out.append(
-                f"collector {collector} was {status} only {name}: its metrics do not compare"
-            )
+            what = "failed" if status == "failed" else f"was {status}"
+            out.append(f"collector {collector} {what} only {name}: its metrics do not compare")
     return out
 
 
