@@ -11,9 +11,8 @@ where eight gave 0.54-0.60)."""
 from __future__ import annotations
 
 import json
-import shutil
+import re
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import pytest
 
 from diagnose.collect.base import CaptureOptions
 from diagnose.run import run_command
+from tests.e2e.browser import chromium, full_page_screenshot
 from tests.e2e.cli import run_cli, sample_argv
 
 
@@ -134,28 +134,25 @@ def test_output_options(bundles, tmp_path):
     ]
 
 
-def _chrome():
-    if not (shutil.which("chromium") and Path("/usr/bin/chromedriver").exists()):
-        pytest.skip(
-            "needs Debian's chromium and chromium-driver (apt-get install -y chromium chromium-driver)"
-        )
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
+LABELS_JS = """
+return Array.from(document.querySelectorAll('#flame-waits g.slice')).map(function (g) {
+  var text = g.querySelector('text'), box = g.querySelector('path');
+  return [text ? text.textContent : '', text ? getComputedStyle(text).fill : '',
+          box ? getComputedStyle(box).fill : ''];
+});
+"""
 
-    opts = webdriver.ChromeOptions()
-    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync"):  # fmt: skip
-        opts.add_argument(arg)
-    opts.add_argument(f"--user-data-dir={tempfile.mkdtemp(prefix='diagnose-chrome-')}")
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+
+def _dark(rgb: str) -> bool:
+    r, g, b = (int(x) for x in re.findall(r"\d+", rgb)[:3])
+    return 0.299 * r + 0.587 * g + 0.114 * b < 128
 
 
 @pytest.mark.browser
-def test_html_draws_the_differential_flame_graphs_offline(bundles, comparison):
+@pytest.mark.parametrize("width", [1400, 800])
+def test_html_draws_the_differential_flame_graphs_offline(bundles, comparison, width):
     _, after = bundles
-    driver = _chrome()
-    try:
+    with chromium(width=width) as driver:
         driver.get((after / "compare.html").as_uri())
         query = (
             "return Array.from(document.querySelectorAll('.flame')).map("
@@ -168,8 +165,11 @@ def test_html_draws_the_differential_flame_graphs_offline(bundles, comparison):
             time.sleep(0.25)
             slices = driver.execute_script(query)
         errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
-    finally:
-        driver.quit()
+        labels = driver.execute_script(LABELS_JS)
+        wide = driver.execute_script(
+            "return document.documentElement.scrollWidth > window.innerWidth"
+        )
+        full_page_screenshot(driver, f"compare-{width}px.png")
     drawn = dict(slices)
     assert set(drawn) == {f"flame-{v}" for v in comparison["flames"]}
     # a view with nothing in either bundle (no thread waited, say) is not drawn, and says so
@@ -177,3 +177,11 @@ def test_html_draws_the_differential_flame_graphs_offline(bundles, comparison):
     assert expected, comparison["flames"].keys()
     assert all(drawn[k] >= 3 for k in expected), drawn
     assert not errors, errors
+    assert not wide
+    # readable labels: a box names its function (the file is in the hover text), and its
+    # text is light on a dark box, dark on a pale one
+    texts = [t for t, _, _ in labels if t]
+    assert "handle" in texts and not [t for t in texts if "(/" in t or ".py)" in t], texts
+    for text, ink, box in labels:
+        if text and box:
+            assert _dark(ink) != _dark(box), (text, ink, box)
