@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,7 +13,7 @@ from diagnose.collect.registry import COLLECTORS, parse_collectors
 from diagnose.collect.session import CaptureResult
 from diagnose.errors import ExitCode, OutputError, UsageError
 from diagnose.render.terminal import render_summary
-from diagnose.report import write_reports
+from diagnose.report import report_json, write_reports
 
 rules_option = click.option(
     "--rules",
@@ -195,7 +194,7 @@ def report_capture(
     cut_short = _cut_short_by_disk(result)
     if as_json:
         if not cut_short:  # stdout holds the JSON only with exit codes 0 and 5
-            click.echo(json.dumps(d.report, indent=1))
+            click.echo(report_json(d))
     else:
         main_path = paths.get("html") or next(iter(paths.values()))
         click.echo(render_summary(d.report, str(main_path), color=sys.stdout.isatty()))

@@ -16,7 +16,7 @@ from diagnose.collect.session import validate_options
 from diagnose.demo import DEFAULT_SAMPLE, available_samples, check_sample, run_demo, sample_summary
 from diagnose.errors import ExitCode
 from diagnose.render.terminal import render_summary
-from diagnose.report import write_reports
+from diagnose.report import report_json, write_reports
 
 
 @main.command()
@@ -77,7 +77,7 @@ def demo(sample: str, duration: float, out: Path | None, list_samples: bool, as_
     progress.done()
     d, paths = write_reports(result.bundle)
     if as_json:
-        click.echo(json.dumps(d.report, indent=1))
+        click.echo(report_json(d))
     else:
         html = str(paths["html"].resolve())
         click.echo(render_summary(d.report, html, color=sys.stdout.isatty()))

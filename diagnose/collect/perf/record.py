@@ -271,6 +271,11 @@ def no_recording(rec: PerfRecord) -> str:
     stderr = rec.stderr()
     if NO_PROCESS.search(stderr):
         return "the target exited before perf could attach to it"
+    if not stderr.strip() and rec.rc == -signal.SIGINT:
+        return (
+            "perf was stopped before it had started recording: on a busy host it can take "
+            "longer to start than the capture lasted (capture longer)"
+        )
     return record_failure(stderr) or f"perf record wrote nothing (exit status {rec.rc})"
 
 
