@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
-from diagnose.collect.base import CaptureContext, Collector, CollectorFailed
+from diagnose.collect.base import CaptureContext, Collector, CollectorFailed, covered_most
 from diagnose.collect.child import Child
 from diagnose.formats.pyspy import (
     FormatError,
@@ -296,7 +296,7 @@ class PySpyCollector(_PySpyBased):
                 CollectorStatus.PARTIAL, "the target exited during the capture", files, **details
             )
         # py-spy needs a moment to attach (longer on a loaded host): only a real gap counts
-        if covered < 0.75 * window and window - covered > 1.0 and not ctx.stop_event.is_set():
+        if not covered_most(covered, window) and not ctx.stop_event.is_set():
             return self.record(
                 CollectorStatus.PARTIAL,
                 f"py-spy covered {covered:.1f} s of the {window:.1f} s window",
@@ -447,6 +447,13 @@ class GilCollector(_PySpyBased):
             for tid, name, stack, count in parse_raw(path.read_text("utf-8", "replace")):
                 rows.append(((f"thread ({tid}): {name}", *stack), count))
         details = {"samples": samples_total, "rate_hz": ctx.options.rate}
+        window = ctx.window()
+        ran = sum(end - spawn for _r, spawn, end, _rc, _e in runner.chunks)
+        if samples_total == 0 and not (problems or not files) and not covered_most(ran, window):
+            problems.append(
+                f"py-spy --gil ran {ran:.1f} s of the {window:.1f} s window (a slow start on a "
+                "busy host) and saw no GIL holder"
+            )
         if samples_total == 0 and (problems or not files):
             reason = problems[0] if problems else "py-spy recorded nothing"
             return self.record(CollectorStatus.FAILED, reason, files, **details)

@@ -93,7 +93,8 @@ class PerfCollector(PerfCollectorBase):
         ]
         if n == 0:
             nothing = "no on-CPU samples: no thread of the target ran on a CPU (an idle target)"
-            return self.nothing_recorded(ctx, rec, error, nothing, files + tables, details)
+            busy = max(0.05, 5 / max(1, ctx.options.rate))  # the CPU time of 5 samples
+            return self.nothing_recorded(ctx, rec, error, nothing, files + tables, details, busy)
         files += tables
         problems = []
         if rec.capped():
