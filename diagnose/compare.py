@@ -29,7 +29,7 @@ from diagnose import __version__
 from diagnose.analyse.registry import known_metrics
 from diagnose.bundle.reader import Bundle
 from diagnose.formats.stacks import Stack, ThreadFrame
-from diagnose.report import Diagnosis, diagnose, open_output
+from diagnose.report import Diagnosis, OutputTarget, diagnose, open_output
 from diagnose.verdict.template import format_value
 
 COMPARE_SCHEMA = "diagnose.compare/1"
@@ -355,16 +355,22 @@ def hot_and_cold(
 def diff_flames(before: Diagnosis, after: Diagnosis) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for view, (title, unit) in FLAME_VIEWS.items():
-        fb = before.analysis.flames.get(view) or []
-        fa = after.analysis.flames.get(view) or []
+        # absent: not recorded; empty: recorded, and nothing in it (no thread waited)
+        fb = before.analysis.flames.get(view)
+        fa = after.analysis.flames.get(view)
         if not fb and not fa:
             continue
+        fb, fa = fb or [], fa or []
         sb = scaled_stacks(fb, _flame_scale(view, fb, before.report["metrics"]))
         sa = scaled_stacks(fa, _flame_scale(view, fa, after.report["metrics"]))
         out[view] = {
             "title": title,
             "unit": unit,
-            "missing": "before" if not fb else ("after" if not fa else None),
+            "missing": (
+                "before"
+                if view not in before.analysis.flames
+                else ("after" if view not in after.analysis.flames else None)
+            ),
             "tree": diff_tree(sb, sa),
             **hot_and_cold(sb, sa),
         }
@@ -391,9 +397,15 @@ def caveats(before: Diagnosis, after: Diagnosis) -> list[str]:
             "reason too; compare again on a quiet host, or capture the baseline twice to see "
             "the noise"
         )
-    for name, what in (("cores_available", "cores available"), ("python_version", "Python")):
-        if mb.get(name) is not None and ma.get(name) is not None and mb[name] != ma[name]:
-            out.append(f"{what} differ: {mb[name]} before, {ma[name]} after")
+    for name, what in (
+        ("cores_available", "cores available"),
+        ("python_version", "Python versions"),
+    ):
+        b, a = (None if v == "" else v for v in (mb.get(name), ma.get(name)))
+        if (b is not None or a is not None) and b != a:
+            known = {"before": b, "after": a}
+            text = ", ".join(f"{'unknown' if v is None else v} {k}" for k, v in known.items())
+            out.append(f"{what} differ: {text}")
     wb, wa = mb.get("window_s"), ma.get("window_s")
     if _is_number(wb) and _is_number(wa) and min(wb, wa) < 0.5 * max(wb, wa):
         out.append(
@@ -415,9 +427,8 @@ def caveats(before: Diagnosis, after: Diagnosis) -> list[str]:
     for collector in sorted(ok_b ^ ok_a):
         if collector in sources:
             name, status = sources[collector]
-            out.append(
-                f"collector {collector} was {status} only {name}: its metrics do not compare"
-            )
+            what = "failed" if status == "failed" else f"was {status}"
+            out.append(f"collector {collector} {what} only {name}: its metrics do not compare")
     return out
 
 
@@ -476,12 +487,16 @@ FILENAMES = {"html": "compare.html", "md": "compare.md", "json": "compare.json"}
 
 
 def write_comparison(
-    c: dict[str, Any], after: Path | Bundle, formats: list[str], out: Path | None = None
+    c: dict[str, Any],
+    after: Path | Bundle | OutputTarget,
+    formats: list[str],
+    out: Path | None = None,
 ) -> dict[str, Path]:
     """Write the comparison in ``formats``: into the AFTER bundle unless ``out`` is given
     (a file for one format, else a directory). Each file is complete or absent. Give the
-    AFTER bundle as the :class:`Bundle` that was compared: its directory is written through
-    the descriptor held since it was opened."""
+    AFTER bundle as the :class:`Bundle` that was compared (its directory is written through
+    the descriptor held since it was opened), or where to write, opened already with
+    :func:`open_comparison` (so that a bad ``-o`` is refused before the analyses)."""
     from diagnose.render.compare import render_compare_html, render_compare_markdown
 
     renderers = {
@@ -489,8 +504,13 @@ def write_comparison(
         "md": lambda: render_compare_markdown(c),
         "html": lambda: render_compare_html(c),
     }
-    bundle = after if isinstance(after, Bundle) else Bundle.open(after)
-    target = open_output(bundle, formats, out, FILENAMES)
+    target = after if isinstance(after, OutputTarget) else open_comparison(after, formats, out)
     for fmt in formats:
         target.write(fmt, renderers[fmt]())
     return target.paths()
+
+
+def open_comparison(after: Path | Bundle, formats: list[str], out: Path | None) -> OutputTarget:
+    """Where the comparison goes: the AFTER bundle's directory, or ``out``."""
+    bundle = after if isinstance(after, Bundle) else Bundle.open(after)
+    return open_output(bundle, formats, out, FILENAMES)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import os
 import subprocess
@@ -33,6 +34,27 @@ def available_samples() -> list[str]:
     )
 
 
+def sample_summary(name: str) -> str:
+    """The first paragraph of a sample's docstring, on one line: the bottleneck it shows
+    and how ("lock: every request thread runs the model under one shared lock"). The file
+    is parsed, never run."""
+    path = samples_dir() / f"{name}.py"
+    try:
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    except (OSError, SyntaxError, ValueError):
+        return ""
+    return " ".join(doc.split("\n\n", 1)[0].split())
+
+
+def check_sample(name: str) -> None:
+    if name not in available_samples():
+        raise DiagnoseError(
+            f"no sample named {name!r}; available: {', '.join(available_samples())} "
+            "(diagnose demo --list says what each shows)",
+            ExitCode.USAGE,
+        )
+
+
 class SampleProcess:
     """A sample workload running as a child process; always cleaned up."""
 
@@ -43,12 +65,8 @@ class SampleProcess:
         args: list[str] | None = None,
         env: dict[str, str] | None = None,
     ) -> None:
+        check_sample(name)
         path = samples_dir() / f"{name}.py"
-        if not path.is_file():
-            raise DiagnoseError(
-                f"no sample named {name!r}; available: {', '.join(available_samples())}",
-                ExitCode.USAGE,
-            )
         self.name = name
         # stderr goes to a file, not a pipe nobody reads while the sample runs: a chatty
         # sample would fill the pipe and block

@@ -51,6 +51,9 @@ class Check:
     detail: str
     fix: str = ""
     collectors: list[str] = field(default_factory=list)  # the collectors it decides
+    #: collectors that do not apply to this target (py-spy on a process that is not Python):
+    #: not a failure of the host, and not runnable either
+    not_applicable: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -121,7 +124,8 @@ def _target_checks(target: Target, pyspy: str | None) -> list[Check]:
     if not target.is_python:
         checks.append(
             Check("python", True, f"PID {target.pid} is not a Python process: native stacks "
-                  "come from perf; py-spy and the GIL collector do not apply")
+                  "come from perf; py-spy and the GIL collector do not apply",
+                  not_applicable=["pyspy", "gil"])
         )  # fmt: skip
         return checks
     version = target.python_version or "?"
@@ -228,14 +232,21 @@ def diagnose_host(pid: int | None = None) -> dict[str, Any]:
     cpu, capacity = _cpu_check(target.pid if target is not None else os.getpid())
     checks.append(cpu)
     blocked: dict[str, list[str]] = {}
+    inapplicable: dict[str, str] = {}
     for c in checks:
         if not c.ok:
             for name in c.collectors:
                 blocked.setdefault(name, []).append(c.detail)
+        for name in c.not_applicable:
+            inapplicable[name] = c.detail
     from diagnose.collect.registry import COLLECTORS
 
     collectors = {
-        name: {"can_run": name not in blocked, "why_not": "; ".join(blocked.get(name, []))}
+        name: {
+            "can_run": name not in blocked and name not in inapplicable,
+            "applies": name not in inapplicable,
+            "why_not": inapplicable.get(name) or "; ".join(blocked.get(name, [])),
+        }
         for name in COLLECTORS
     }
     return {
@@ -274,9 +285,13 @@ def render_text(report: dict[str, Any]) -> str:
         lines.append(f"  [{mark}] {c['name']}: {plain(c['detail'], 300)}")
         if not c["ok"] and c["fix"]:
             lines.append(f"       fix: {plain(c['fix'], 600)}")
-    can = [n for n, v in report["collectors"].items() if v["can_run"]]
-    cannot = [n for n, v in report["collectors"].items() if not v["can_run"]]
+    collectors = report["collectors"].items()
+    can = [n for n, v in collectors if v["can_run"]]
+    cannot = [n for n, v in collectors if not v["can_run"] and v.get("applies", True)]
+    moot = [n for n, v in collectors if not v.get("applies", True)]
     lines.append(f"Collectors that can run: {', '.join(can) or 'none'}")
     if cannot:
         lines.append(f"Collectors that cannot: {', '.join(cannot)}")
+    if moot:
+        lines.append(f"Collectors that do not apply to this target: {', '.join(moot)}")
     return "\n".join(lines)

@@ -316,9 +316,9 @@ def validate_run(argv: Sequence[str], warmup: float, grace: float) -> None:
     if not argv:
         raise UsageError("no command given: diagnose run [OPTIONS] -- CMD [ARGS...]")
     if not (0 <= warmup <= 3600):
-        raise UsageError(f"--warmup must be between 0 and 3600 seconds, not {warmup:g}")
+        raise UsageError(f"--warmup must be 0 to 3600 seconds, not {warmup:g}")
     if not (0 <= grace <= 600):
-        raise UsageError(f"--grace must be between 0 and 600 seconds, not {grace:g}")
+        raise UsageError(f"--grace must be 0 to 600 seconds, not {grace:g}")
 
 
 def _remove_if_empty(writer: BundleWriter | None) -> None:

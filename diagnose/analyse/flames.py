@@ -40,5 +40,4 @@ def wall_and_waits(ctx: Context) -> None:
             st = data.py_stacks.get(int(sid), ()) if sid >= 0 else ()
             root = ThreadFrame(int(tid), names.get(int(tid), "")).format()
             off[(f"{state} wait", root, *st)] += float(w)
-    if off:
-        flames["waits"] = list(off.items())
+    flames["waits"] = list(off.items())  # empty: measured, and no thread waited

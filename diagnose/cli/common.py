@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,10 +11,10 @@ import click
 from diagnose.collect.base import CaptureOptions
 from diagnose.collect.registry import COLLECTORS, parse_collectors, with_collector
 from diagnose.collect.session import CaptureResult
-from diagnose.errors import ExitCode, OutputError
+from diagnose.errors import ExitCode, OutputError, UsageError
 from diagnose.escape import term
 from diagnose.render.terminal import render_summary
-from diagnose.report import write_reports
+from diagnose.report import report_json, write_reports
 
 rules_option = click.option(
     "--rules",
@@ -26,11 +25,23 @@ rules_option = click.option(
 )
 
 
+def bundle_dir_callback(
+    _ctx: click.Context, _param: click.Parameter, value: Path | None
+) -> Path | None:
+    if value is not None and str(value) == "-":
+        raise UsageError(
+            "-o is the bundle's directory, which cannot be stdout; --json prints the report "
+            "on stdout"
+        )
+    return value
+
+
 bundle_out_option = click.option(
     "--out",
     "-o",
     type=click.Path(path_type=Path),
     default=None,
+    callback=bundle_dir_callback,
     help="Bundle directory to create (default: ./diagnose-PID-TIMESTAMP); an existing one "
     "must be empty, yours and mode 0700.",
 )
@@ -140,6 +151,8 @@ def make_options(
     max_bundle_mb: int,
     false_sharing: bool = False,
 ) -> CaptureOptions:
+    if max_bundle_mb < 1:
+        raise UsageError(f"--max-bundle-mb must be at least 1 (MiB), not {max_bundle_mb}")
     names = parse_collectors(collectors)
     if false_sharing:
         names = with_collector(names, "false_sharing")
@@ -151,7 +164,7 @@ def make_options(
         native=native,
         nonblocking=nonblocking,
         collectors=names,
-        max_bundle_bytes=max(1, max_bundle_mb) * 1024 * 1024,
+        max_bundle_bytes=max_bundle_mb * 1024 * 1024,
     )
 
 
@@ -196,7 +209,7 @@ def report_capture(
     cut_short = _cut_short_by_disk(result)
     if as_json:
         if not cut_short:  # stdout holds the JSON only with exit codes 0 and 5
-            click.echo(json.dumps(d.report, indent=1))
+            click.echo(report_json(d))
     else:
         main_path = paths.get("html") or next(iter(paths.values()))
         click.echo(render_summary(d.report, str(main_path), color=sys.stdout.isatty()))

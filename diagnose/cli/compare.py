@@ -11,10 +11,11 @@ from diagnose.bundle.reader import Bundle
 from diagnose.cli import main
 from diagnose.cli.common import rules_option
 from diagnose.compare import compare as compare_bundles
-from diagnose.compare import write_comparison
+from diagnose.compare import open_comparison, write_comparison
+from diagnose.errors import UsageError
 from diagnose.escape import term
 from diagnose.render.compare import render_compare_summary
-from diagnose.report import parse_formats
+from diagnose.report import STDOUT, is_stream, parse_formats
 
 
 @main.command()
@@ -33,7 +34,7 @@ from diagnose.report import parse_formats
     "out",
     type=click.Path(path_type=Path),
     default=None,
-    help="Output file (one format) or directory (default: inside the AFTER bundle, compare.*).",
+    help="Output file (one format; - for stdout) or directory (default: inside the AFTER bundle, compare.*).",
 )
 @rules_option
 @click.option(
@@ -58,13 +59,17 @@ def compare(
     hotter, what got colder). Both bundles are diagnosed with the same rules.
     """
     fmts = parse_formats(formats)
+    if as_json and out == STDOUT:
+        raise UsageError("--json and -o - both print on stdout: choose one")
     after_bundle = Bundle.open(after)  # held open: the comparison is written through it
+    target = open_comparison(after_bundle, fmts, out)  # a bad -o is refused before analysing
     c = compare_bundles(before, after_bundle, rules_dirs)
-    paths = write_comparison(c, after_bundle, fmts, out)
+    paths = write_comparison(c, target, fmts)
+    files = {fmt: path for fmt, path in paths.items() if not is_stream(path)}
     if as_json:
         click.echo(json.dumps(c, indent=1))
-        return
-    main_path = paths.get("html") or next(iter(paths.values()))
-    click.echo(render_compare_summary(c, str(main_path)))
-    for fmt, path in paths.items():
+    elif len(files) == len(paths):  # nothing went to stdout
+        main_path = files.get("html") or next(iter(files.values()), out)
+        click.echo(render_compare_summary(c, str(main_path)))
+    for fmt, path in files.items():
         click.echo(f"{fmt}: {term(path, 1000)}", err=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -9,10 +10,11 @@ import click
 
 from diagnose.cli import main
 from diagnose.cli.common import rules_option
+from diagnose.errors import UsageError
 from diagnose.escape import term
 from diagnose.render.sweep import render_sweep_summary
 from diagnose.render.terminal import render_summary
-from diagnose.report import parse_formats, write_reports
+from diagnose.report import STDOUT, is_stream, parse_formats, report_json, write_reports
 from diagnose.sweep.report import is_sweep_dir, write_sweep_reports
 
 
@@ -32,30 +34,47 @@ from diagnose.sweep.report import is_sweep_dir, write_sweep_reports
     "out",
     type=click.Path(path_type=Path),
     default=None,
-    help="Output file (one format) or directory (default: inside the bundle).",
+    help="Output file (one format; - for stdout) or directory (default: inside the bundle).",
 )
 @click.option("--quiet", "-q", is_flag=True, help="Print only the paths written.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the report's JSON on stdout instead of the summary.",
+)
 def report(
-    bundle: Path, formats: str, rules_dirs: tuple[Path, ...], out: Path | None, quiet: bool
+    bundle: Path,
+    formats: str,
+    rules_dirs: tuple[Path, ...],
+    out: Path | None,
+    quiet: bool,
+    as_json: bool,
 ) -> None:
     """Analyse BUNDLE and write its report (HTML, Markdown, JSON).
 
     The bundle alone is read: copy it anywhere and run this there. Given a sweep's
     directory (diagnose sweep), every step is diagnosed again and the sweep report rewritten.
+    With -o - the one format asked for (--format) is written to stdout, and nothing else is.
     """
+    fmts = parse_formats(formats)
+    if as_json and out == STDOUT:
+        raise UsageError("--json and -o - both print on stdout: choose one")
     if is_sweep_dir(bundle):
-        model, spaths = write_sweep_reports(
-            bundle, parse_formats(formats), rules_dirs, out, rediagnose=True
+        model, paths = write_sweep_reports(bundle, fmts, rules_dirs, out, rediagnose=True)
+        as_text = json.dumps(model, indent=1, ensure_ascii=False, allow_nan=False)
+        summary = lambda main_path: render_sweep_summary(model, main_path)  # noqa: E731
+    else:
+        d, paths = write_reports(bundle, fmts, out, rules_dirs)
+        as_text = report_json(d)
+        summary = lambda main_path: render_summary(  # noqa: E731
+            d.report, main_path, color=sys.stdout.isatty()
         )
-        if not quiet:
-            main_path = spaths.get("html") or next(iter(spaths.values()))
-            click.echo(render_sweep_summary(model, str(main_path)))
-        for fmt, path in spaths.items():
-            click.echo(f"{fmt}: {path}", err=not quiet)
-        return
-    d, paths = write_reports(bundle, parse_formats(formats), out, rules_dirs)
-    if not quiet:
-        main_path = paths.get("html") or next(iter(paths.values()))
-        click.echo(render_summary(d.report, str(main_path), color=sys.stdout.isatty()))
-    for fmt, path in paths.items():
-        click.echo(f"{fmt}: {term(path, 1000)}", err=not quiet)
+    files = {fmt: path for fmt, path in paths.items() if not is_stream(path)}
+    if as_json:
+        click.echo(as_text)
+    elif not quiet and len(files) == len(paths):  # nothing went to stdout
+        main_path = files.get("html") or next(iter(files.values()), out)
+        click.echo(summary(str(main_path)))
+    for fmt, path in files.items():
+        click.echo(f"{fmt}: {term(path, 1000)}", err=not quiet or as_json)

@@ -68,6 +68,13 @@ class CaptureContext:
         return time.monotonic() - self.t0
 
 
+def covered_most(covered: float, window: float) -> bool:
+    """Whether a collector that ran ``covered`` seconds of a ``window``-second capture saw
+    enough of it for what it did not record to count as absent (an idle target), rather
+    than missed: three quarters of the window, or all of it but a second (a helper's start)."""
+    return covered >= 0.75 * window or window - covered <= 1.0
+
+
 class CollectorFailed(Exception):
     """Raised by ``probe`` when the collector should run here but cannot (a declared
     dependency is missing): recorded as ``failed``, not ``unavailable``."""

@@ -33,7 +33,7 @@ from typing import IO, Any
 
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
 from diagnose.bundle.writer import guarded_csv_writer
-from diagnose.collect.base import CaptureContext, Collector, CollectorFailed
+from diagnose.collect.base import CaptureContext, Collector, CollectorFailed, covered_most
 from diagnose.collect.child import Child
 from diagnose.formats.pyspy import (
     FormatError,
@@ -295,7 +295,7 @@ class PySpyCollector(_PySpyBased):
                 CollectorStatus.PARTIAL, "the target exited during the capture", files, **details
             )
         # py-spy needs a moment to attach (longer on a loaded host): only a real gap counts
-        if covered < 0.75 * window and window - covered > 1.0 and not ctx.stop_event.is_set():
+        if not covered_most(covered, window) and not ctx.stop_event.is_set():
             return self.record(
                 CollectorStatus.PARTIAL,
                 f"py-spy covered {covered:.1f} s of the {window:.1f} s window",
@@ -444,16 +444,24 @@ class GilCollector(_PySpyBased):
             for tid, name, stack, count in parse_raw(ctx.writer.read_text(rel)):
                 rows.append(((ThreadFrame(tid, name).format(), *stack), count))
         details = {"samples": samples_total, "rate_hz": ctx.options.rate}
-        if samples_total == 0:
-            return self.record(
-                CollectorStatus.FAILED, problems[0] if problems else "no samples", files, **details
+        window = ctx.window()
+        ran = sum(end - spawn for _r, spawn, end, _rc, _e in runner.chunks)
+        if samples_total == 0 and not (problems or not files) and not covered_most(ran, window):
+            problems.append(
+                f"py-spy --gil ran {ran:.1f} s of the {window:.1f} s window (a slow start on a "
+                "busy host) and saw no GIL holder"
             )
+        if samples_total == 0 and (problems or not files):
+            reason = problems[0] if problems else "py-spy recorded nothing"
+            return self.record(CollectorStatus.FAILED, reason, files, **details)
         ctx.writer.write_text("python/gil.folded", format_folded(rows))
         ctx.writer.write_json("python/gil.json", {"samples": samples_total})
         files += ["python/gil.folded", "python/gil.json"]
-        status = (
-            CollectorStatus.PARTIAL
-            if problems or ctx.target_exited.is_set()
-            else CollectorStatus.OK
-        )
-        return self.record(status, "; ".join(problems[:2]), files, **details)
+        notes = problems[:2]
+        if ctx.target_exited.is_set():
+            notes.append("the target exited during the capture")
+        status = CollectorStatus.PARTIAL if notes else CollectorStatus.OK
+        if samples_total == 0:
+            # py-spy sampled for the whole window ("Samples: 0 Errors: 0"): an idle target
+            notes.append("no thread held the GIL in any sample (no Python code ran)")
+        return self.record(status, "; ".join(notes), files, **details)

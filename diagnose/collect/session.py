@@ -61,12 +61,13 @@ class CaptureResult:
 def validate_options(options: CaptureOptions) -> None:
     if not (options.duration > 0) or options.duration > 24 * 3600:
         raise UsageError(
-            f"--duration must be between 0 and 86400 seconds, not {options.duration:g}"
+            "--duration must be more than 0 and at most 86400 seconds (24 hours), "
+            f"not {options.duration:g}"
         )
     if not (1 <= options.rate <= 1000):
-        raise UsageError(f"--rate must be between 1 and 1000 Hz, not {options.rate}")
+        raise UsageError(f"--rate must be 1 to 1000 samples per second, not {options.rate}")
     if not (1 <= options.proc_rate <= 200):
-        raise UsageError(f"--proc-rate must be between 1 and 200 Hz, not {options.proc_rate}")
+        raise UsageError(f"--proc-rate must be 1 to 200 ticks per second, not {options.proc_rate}")
 
 
 def default_out_dir(pid: int) -> Path:

@@ -15,6 +15,7 @@ plotly sees them.
 from __future__ import annotations
 
 import heapq
+import re
 import zlib
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -74,8 +75,98 @@ def _pick(palette: Sequence[str], key: str) -> str:
     return palette[zlib.crc32(key.encode("utf-8", "replace")) % len(palette)]
 
 
+#: a Python frame: 'name (file:LINE)', or 'name (file, all lines)' once its lines are merged
+_PY_FRAME = re.compile(
+    r"^(?P<name>.*) \((?P<file>[^()]*?)(?::(?P<line>\d+)|(?P<all>, all lines))\)$", re.S
+)
+ALL_LINES = ", all lines"
+#: the interpreter's own code: libpython, or a python executable with it linked in
+_INTERPRETER = re.compile(r"(^|/)(libpython\d[\w.]*\.so[\w.]*|python\d(\.\d+)?[a-z]*)$")
+INTERPRETER_FRAME = "[Python interpreter] (libpython)"
+#: native runs of one library longer than this keep their first and last frame, the rest
+#: becomes one box (the kernel's 10-frame syscall and scheduler chains, say)
+FOLD_RUN = 5
+
+
+def _python_frame(frame: str) -> re.Match[str] | None:
+    return None if ThreadFrame.parse(frame) is not None else _PY_FRAME.match(frame)
+
+
+def is_interpreter_frame(frame: str) -> bool:
+    """A native frame of the CPython interpreter itself (``_PyEval_EvalFrameDefault
+    (libpython3.11.so.1.0)``): under a Python frame it only says that Python ran it."""
+    if _python_frame(frame) is not None or not is_native_frame(frame):
+        return False
+    return bool(_INTERPRETER.search(split_frame(frame)[1]))
+
+
+def merge_lines(frame: str) -> str:
+    """'name (file:LINE)' -> 'name (file, all lines)': one box per Python function."""
+    m = _python_frame(frame)
+    if m is None or m.group("line") is None:
+        return frame
+    return f"{m.group('name')} ({m.group('file')}{ALL_LINES})"
+
+
+def simplify_native(stack: Sequence[str]) -> tuple[str, ...]:
+    """Interpreter frames under a Python frame dropped (the Python frame says what ran);
+    elsewhere a run of them becomes one box; a native run of one library longer than
+    FOLD_RUN keeps its first and last frames, the middle becomes one box."""
+    out: list[str] = []
+    python_above = False
+    i, n = 0, len(stack)
+    while i < n:
+        f = stack[i]
+        if is_interpreter_frame(f):
+            j = i
+            while j < n and is_interpreter_frame(stack[j]):
+                j += 1
+            if not python_above:
+                out.append(INTERPRETER_FRAME)
+            i = j
+            continue
+        if _python_frame(f) is None and is_native_frame(f):
+            lib = split_frame(f)[1]
+            j = i
+            while (
+                j < n
+                and is_native_frame(stack[j])
+                and not is_interpreter_frame(stack[j])
+                and split_frame(stack[j])[1] == lib
+            ):
+                j += 1
+            run = stack[i:j]
+            if len(run) > FOLD_RUN:
+                out += [run[0], f"[{len(run) - 2} frames] ({lib})", run[-1]]
+            else:
+                out += run
+            i = j
+            continue
+        python_above = python_above or _python_frame(f) is not None
+        out.append(f)
+        i += 1
+    return tuple(out)
+
+
+def simplified(
+    stacks: Iterable[tuple[Sequence[str], float]], lines: bool, native: bool
+) -> dict[Stack, float]:
+    """The stacks with a function's lines merged (``lines``) and interpreter frames hidden,
+    long native chains folded (``native``); stacks that become the same add up."""
+    out: dict[Stack, float] = defaultdict(float)
+    for st, w in stacks:
+        t: Sequence[str] = st
+        if native:
+            t = simplify_native(t)
+        if lines:
+            t = tuple(merge_lines(f) for f in t)
+        out[tuple(t)] += w
+    return dict(out)
+
+
 def _node_look(frame: str, depth: int) -> tuple[str, str, bool]:
-    """(label, colour, is_thread) of one frame of a stack."""
+    """(label, colour, is_thread) of one frame of a stack. A Python frame's label shows its
+    line unless the lines of its function are merged."""
     thread = ThreadFrame.parse(frame)
     if thread is not None:
         tid, name = thread.tid, thread.name
@@ -84,7 +175,14 @@ def _node_look(frame: str, depth: int) -> tuple[str, str, bool]:
         state = frame[: -len(" wait")]
         if state in STATE_COLORS:
             return STATE_LABELS[state], STATE_COLORS[state], False
+    py = _PY_FRAME.match(frame)
+    if py is not None:
+        name, file = py.group("name"), py.group("file")
+        label = f"{name}:{py.group('line')}" if py.group("line") else name
+        return label, _pick(_WARM, file or name), False
     name, file = split_frame(frame)
+    if frame == INTERPRETER_FRAME:
+        return "Python interpreter", _ROOT_COLOR, False
     if is_native_frame(frame):
         return name, _pick(_COOL, file or name), False
     return name, _pick(_WARM, file or name), False
@@ -214,16 +312,42 @@ def flame_views(a: Analysis) -> dict[str, Any]:
     roots = {"cpu": "all threads, on CPU", "wall": "all threads", "waits": "all waits"}
     out: dict[str, Any] = {}
     for view in FLAME_VIEWS:
-        stacks = a.flames.get(view) or []
-        tree = flame_tree(stacks, roots[view])
+        raw = a.flames.get(view) or []
+        stacks = simplified(raw, *VARIANTS[DEFAULT_VARIANT])
+        tree = flame_tree(stacks.items(), roots[view])
         out[view] = {
             "title": FLAME_VIEWS[view],
             "about": about[view],
             "unit": units[view],
             "tree": tree,
-            "merged": flame_tree(_merge_threads(stacks), roots[view]) if tree else None,
+            "merged": flame_tree(_merge_threads(stacks.items()), roots[view]) if tree else None,
+            "variants": _variants(raw, stacks, roots[view]) if tree else {},
             "missing": None if tree else _flame_missing(view, a),
         }
+    return out
+
+
+#: the flame graph's options, "LN": L merges a function's lines, N hides interpreter frames
+#: and folds long native chains; each 1 (on) or 0. The default has both on.
+VARIANTS = {"11": (True, True), "10": (True, False), "01": (False, True), "00": (False, False)}
+DEFAULT_VARIANT = "11"
+
+
+def _variants(
+    raw: Sequence[tuple[Sequence[str], float]], default: dict[Stack, float], root: str
+) -> dict[str, Any]:
+    """The trees of the options other than the default, where they differ from it (a
+    view without native frames or lines draws the same tree either way)."""
+    out: dict[str, Any] = {}
+    for key, (lines, native) in VARIANTS.items():
+        if key == DEFAULT_VARIANT:
+            continue
+        stacks = simplified(raw, lines, native)
+        if stacks != default:
+            out[key] = {
+                "tree": flame_tree(stacks.items(), root),
+                "merged": flame_tree(_merge_threads(stacks.items()), root),
+            }
     return out
 
 

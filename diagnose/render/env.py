@@ -13,12 +13,13 @@ from functools import lru_cache
 import jinja2
 
 from diagnose.escape import md_finalize
+from diagnose.render.text import ended
 from diagnose.resources import templates_dir
 
 
 @lru_cache(maxsize=2)
 def environment(autoescape: bool) -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir())),
         autoescape=autoescape,  # noqa: S701 - Markdown: md_finalize escapes every value
         finalize=None if autoescape else md_finalize,
@@ -27,3 +28,5 @@ def environment(autoescape: bool) -> jinja2.Environment:
         lstrip_blocks=False,
         keep_trailing_newline=True,
     )
+    env.globals["ended"] = ended  # plain text: the templates escape it as they show it
+    return env

@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from diagnose.escape import term
-from diagnose.render.text import plain
+from diagnose.render.text import ended, plain
 
 _COLORS = {
     "preprocess": "magenta",
@@ -61,7 +61,7 @@ def render_summary(
     lines.append(
         plain(
             f"  target PID {t.get('pid')} ({t.get('comm')}), {cap.get('duration_actual') or 0:.1f} s, "
-            f"ended by {cap.get('ended_by')}",
+            f"{ended(cap.get('ended_by'))}",
             width,
         )
     )

@@ -34,3 +34,27 @@ def pct(x: object, digits: int = 0) -> str:
     if v > 0 and float(text) == 0:
         return f"<{10.0**-digits:.{digits}f}%"
     return f"{text}%"
+
+
+_ENDED = {
+    "duration": "ran its full duration",
+    "target_exited": "ended early: the target exited",
+    "disk_budget": "ended early: the bundle reached --max-bundle-mb",
+    "disk_full": "ended early: the disk filled up",
+}
+_SIGNALS = {"SIGINT": "SIGINT, Ctrl-C", "SIGTERM": "SIGTERM", "SIGHUP": "SIGHUP"}
+
+
+def ended(ended_by: object) -> str:
+    """How a capture ended, in words, from the manifest's ``capture.ended_by``
+    ("duration" -> "ran its full duration", "interrupted (SIGINT)" -> "ended early:
+    interrupted (SIGINT, Ctrl-C)"). Plain text: escape it for the output format."""
+    value = plain(ended_by, 60)
+    if ended_by is None or value == "":
+        return "its end was not recorded (the capture did not finish)"
+    if value in _ENDED:
+        return _ENDED[value]
+    m = re.fullmatch(r"interrupted \((\w+)\)", value)
+    if m:
+        return f"ended early: interrupted ({_SIGNALS.get(m.group(1), m.group(1))})"
+    return f"ended: {value}"

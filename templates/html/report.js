@@ -35,8 +35,17 @@
   var threadSelect = document.getElementById("flame-thread");
   var search = document.getElementById("flame-search");
   var matchOut = document.getElementById("flame-match");
+  var linesBox = document.getElementById("flame-lines");
+  var nativeBox = document.getElementById("flame-native");
   var MERGED = -2; // all threads in one tree; -1: all threads side by side; i: thread i
   var state = { view: null, thread: MERGED, tree: null, shown: null };
+
+  /* The trees for the options chosen: the view's own (both options on, the default), or
+   * the variant the page carries for them (absent where it would draw the same tree). */
+  function chosen(fv) {
+    var key = (linesBox.checked ? "1" : "0") + (nativeBox.checked ? "1" : "0");
+    return (fv.variants && fv.variants[key]) || fv;
+  }
 
   /* The nodes of one view, restricted to one thread (-1: all). Nodes above the threads
    * (the root, wait classes) keep only the weight of what is shown below them. */
@@ -79,6 +88,15 @@
     return out;
   }
 
+  /* The index in tree `to` of thread `i` of tree `from` (the thread list names them). */
+  function sameThread(from, to, i) {
+    if (from === to) return i;
+    for (var k = 0; k < to.threads.length; k++) {
+      if (to.threads[k].label === from.threads[i].label) return k;
+    }
+    return i;
+  }
+
   function flameHeight(tree) {
     return Math.min(1500, Math.max(260, 24 * (tree.max_depth + 1) + 40));
   }
@@ -91,8 +109,9 @@
       return;
     }
     div.hidden = false;
-    var tree = state.thread === MERGED ? fv.merged : fv.tree;
-    var s = subtree(tree, state.thread === MERGED ? -1 : state.thread);
+    var trees = chosen(fv);
+    var tree = state.thread === MERGED ? trees.merged : trees.tree;
+    var s = subtree(tree, state.thread < 0 ? -1 : sameThread(fv.tree, trees.tree, state.thread));
     state.tree = tree;
     state.shown = s;
     var unit = fv.unit === "s" ? " s" : " " + fv.unit;
@@ -202,6 +221,8 @@
     });
     if (!first && !radios[r].disabled) first = radios[r];
   }
+  linesBox.addEventListener("change", drawFlame);
+  nativeBox.addEventListener("change", drawFlame);
   threadSelect.addEventListener("change", function () {
     state.thread = parseInt(threadSelect.value, 10);
     drawFlame();

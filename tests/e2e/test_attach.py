@@ -144,27 +144,30 @@ def test_python_versions(version, tmp_path):
 
 
 def test_pyspy_lowers_its_rate_on_a_process_with_many_threads(tmp_path):
-    """65 threads: py-spy samples at 2000/65 = 30 Hz by default (its cost grows with
-    threads x rate), and at the rate asked for when --rate is given."""
+    """On many threads py-spy samples at budget/threads Hz (its cost grows with threads x
+    rate), and at the rate asked for when --rate is given (budget 0).
+
+    The default budget (2000, so 30 Hz on 65 threads) is tests/unit/test_pyspy_rate.py's.
+    Here the budget puts the lowered rate at the 10 Hz floor on 25 threads: a tenth of the
+    100 Hz asked for, and far below what py-spy can sample on a loaded 2-core host. The
+    contrast the default gives (30 Hz against 100 Hz on 65 threads) vanishes under load:
+    py-spy's own CPU caps both near 1500 thread-samples/s (3055 against 3640 samples)."""
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            str(ROOT / "samples" / "lock_contention.py"),
-            "--threads",
-            "64",
-            "--seconds",
-            "30",
-        ],
+        [sys.executable, str(ROOT / "samples" / "lock_contention.py"), "--threads", "24",
+         "--seconds", "30"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-    )
+    )  # fmt: skip
     try:
         deadline = 100
-        while len(list(Path(f"/proc/{proc.pid}/task").iterdir())) < 65 and deadline:
+        while len(list(Path(f"/proc/{proc.pid}/task").iterdir())) < 25 and deadline:
             deadline -= 1
             time.sleep(0.1)
         threads = len(list(Path(f"/proc/{proc.pid}/task").iterdir()))
-        auto = capture(proc.pid, tmp_path / "auto", CaptureOptions(duration=2.5))
+        budget = 10 * threads  # 10 Hz
+        auto = capture(
+            proc.pid, tmp_path / "auto", CaptureOptions(duration=2.5, pyspy_thread_budget=budget)
+        )
         chosen = capture(
             proc.pid, tmp_path / "chosen", CaptureOptions(duration=2.5, pyspy_thread_budget=0)
         )
@@ -172,10 +175,11 @@ def test_pyspy_lowers_its_rate_on_a_process_with_many_threads(tmp_path):
         proc.kill()
         proc.wait()
     d = Bundle.open(auto.bundle).manifest.collectors["pyspy"].details
-    assert d["rate_hz"] == 2000 // threads
+    assert d["rate_hz"] == 10
     assert f"{threads} threads" in d["rate_note"]
-    # about rate x threads x seconds samples: the lower rate is what py-spy really used
-    assert d["samples"] < 0.6 * 100 * threads * 2.5
+    # at most rate x threads x seconds samples: the lower rate is what py-spy really used
+    assert d["samples"] <= 1.2 * 10 * threads * 2.5
     c = Bundle.open(chosen.bundle).manifest.collectors["pyspy"].details
     assert c["rate_hz"] == 100 and "rate_note" not in c
-    assert c["samples"] > 1.5 * d["samples"]
+    # 10 times the rate: 13-15 times the samples measured at a load average of 8
+    assert c["samples"] > 3 * d["samples"]

@@ -20,6 +20,7 @@ import psutil
 import pytest
 
 from tests.conftest import ROOT
+from tests.e2e.test_accuracy import Case, behind_contention, busy_host
 
 
 @pytest.fixture(scope="module")
@@ -80,13 +81,20 @@ def test_demo_runs_the_whole_job_and_cleans_up(venv, tmp_path):
     if res.returncode == 5:
         assert "Not measured:" in res.stdout, res.stdout
     lines = res.stdout.splitlines()
-    assert lines[0].startswith("Verdict: Lock contention (mutex), confidence "), res.stdout
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    v = report["verdict"]
+    if (v["primary"], v["kind"]) != ("lock", "mutex"):
+        # other processes held the cores, measured in the bundle itself: then contention
+        # rightly comes first and the sample's lock must come right after it (the accuracy
+        # tests' rule, tests/e2e/test_accuracy.py; seen at a load average of 16)
+        case = Case("lock_contention", "lock", "mutex")
+        assert busy_host(report) and behind_contention(report, case), res.stdout
+    assert lines[0].startswith(f"Verdict: {v['title']}"), res.stdout
     html = tmp_path / "out" / "report.html"
     assert f"Report: {html}" in lines
     for name in ("report.html", "report.md", "report.json"):
         assert (tmp_path / "out" / name).stat().st_size > 0
     # the rules and templates it used are the wheel's copies
-    report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["rules"]["sources"][0].startswith(str(venv))
     assert report["rules"]["sources"][0].endswith("diagnose/_data/rules")
     assert report["capture"]["command"][1:] == ["demo", "--duration", "3", "-o", "out"]

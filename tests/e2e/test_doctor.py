@@ -80,6 +80,35 @@ def test_for_a_python_target():
     assert "[no] perf hw_events" in text.stdout and "fix:" in text.stdout
 
 
+def test_for_a_target_that_is_not_python():
+    # GIVEN a native process (sleep)
+    proc = subprocess.Popen(["sleep", "60"])
+    try:
+        res = doctor(str(proc.pid), "--json")
+        text = doctor(str(proc.pid))
+    finally:
+        proc.kill()
+        proc.wait()
+    assert res.returncode == 0 and text.returncode == 0, res.stderr + text.stderr
+    rep = json.loads(res.stdout)
+    assert rep["target"]["is_python"] is False
+    # THEN py-spy and the GIL collector do not apply, and are listed nowhere as runnable
+    for name in ("pyspy", "gil"):
+        assert rep["collectors"][name] == {
+            "can_run": False,
+            "applies": False,
+            "why_not": checks(rep)["python"]["detail"],
+        }, name
+    assert rep["collectors"]["proc"] == {"can_run": True, "applies": True, "why_not": ""}
+    lines = {
+        ln.split(":", 1)[0]: ln.split(":", 1)[1] for ln in text.stdout.splitlines() if ":" in ln
+    }
+    runnable = lines["Collectors that can run"].replace(",", " ").split()
+    assert "pyspy" not in runnable and "gil" not in runnable and "proc" in runnable
+    moot = lines["Collectors that do not apply to this target"].split(",")
+    assert [n.strip() for n in moot] == ["pyspy", "gil"]
+
+
 def test_perf_taken_off_path(tmp_path):
     # GIVEN a PATH without perf (py-spy is found next to the interpreter)
     env = {**os.environ, "PATH": str(tmp_path)}

@@ -6,10 +6,11 @@ Code 1 (a bug in diagnose) is not provoked. Each error is one line on stderr, no
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
-import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,9 +19,8 @@ from diagnose.collect.base import CaptureOptions
 from diagnose.collect.session import capture
 from diagnose.errors import ExitCode
 from tests.conftest import ROOT, is_root, run_sample
-from tests.e2e.cli import diagnose_argv, run_cli, sample_argv, wait_for
-
-NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+from tests.e2e.cli import diagnose_argv, run_cli, wait_for
+from tests.e2e.unprivileged import Unprivileged, unprivileged
 
 
 def one_line_error(res: subprocess.CompletedProcess[str]) -> str:
@@ -79,15 +79,26 @@ def test_3_no_target():
     assert "command not found" in one_line_error(res)
 
 
-@pytest.mark.skipif(not is_root() or not shutil.which("setpriv"), reason="needs root and setpriv")
-def test_4_permission_denied_for_an_unprivileged_user(tmp_path):
+@pytest.fixture(scope="module")
+def nobody() -> Iterator[Unprivileged]:
+    """diagnose as user nobody, wherever this checkout lives (tests/e2e/unprivileged.py)."""
+    if not is_root():
+        pytest.skip("switching to an unprivileged user needs root")
+    if not shutil.which("setpriv"):
+        pytest.skip("needs setpriv (util-linux) to switch to an unprivileged user")
+    with unprivileged() as u:
+        yield u
+
+
+def test_4_permission_denied_for_an_unprivileged_user(nobody):
     # GIVEN a service running as root, WHEN nobody tries to attach to it
+    out = nobody.base / "b"
     with run_sample("lock_contention", "--threads", "2", seconds=30) as s:
-        res = run_cli("attach", str(s.pid), "-d", "2", "-o", str(tmp_path / "b"), prefix=NOBODY)
+        res = nobody.run("attach", str(s.pid), "-d", "2", "-o", str(out))
     # THEN exit code 4 with the fix, and nothing written
     assert res.returncode == ExitCode.PERMISSION == 4, res.stderr
     assert "SYS_PTRACE" in one_line_error(res)
-    assert not (tmp_path / "b").exists()
+    assert not out.exists()
 
 
 def test_5_partial_when_the_target_exits_mid_capture(tmp_path):
@@ -104,36 +115,40 @@ def test_5_partial_when_the_target_exits_mid_capture(tmp_path):
     assert run_cli("report", str(out), "-q").returncode == 0
 
 
-@pytest.mark.skipif(not is_root() or not shutil.which("setpriv"), reason="needs root and setpriv")
-def test_6_output_directory_not_writable():
+def test_6_output_directory_not_writable(nobody):
     # GIVEN a read-only directory, and a service and diagnose both running as nobody
-    base = Path(tempfile.mkdtemp(prefix="diagnose-ro-"))  # pytest's tmp_path is root-only
-    base.chmod(0o755)
-    ro = base / "read-only"
+    ro = nobody.base / "read-only"
     ro.mkdir(mode=0o555)
     service = subprocess.Popen(
-        [*NOBODY, *sample_argv("lock_contention", "--threads", "2", "--seconds", "30")],
+        nobody.sample_argv("lock_contention", "--threads", "2", "--seconds", "30"),
         stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
         cwd="/",
+        env=nobody.env,
+        text=True,
     )
     try:
-        wait_for(lambda: _is_python(service.pid), 10, "the service to start")
-        res = run_cli("attach", str(service.pid), "-d", "2", "-o", str(ro / "b"), prefix=NOBODY)
+        # serving once its two request threads run (a sample that cannot start says why)
+        wait_for(
+            lambda: service.poll() is not None or _threads(service.pid) >= 3, 30, "the service"
+        )
+        assert service.poll() is None, service.communicate()[1]
+        res = nobody.run("attach", str(service.pid), "-d", "2", "-o", str(ro / "b"))
         # THEN exit code 6, and nothing half-written
         assert res.returncode == ExitCode.OUTPUT == 6, res.stderr
         assert "not writable" in one_line_error(res)
         assert list(ro.iterdir()) == []
     finally:
         service.kill()
-        service.wait()
-        shutil.rmtree(base)
+        service.communicate()
+        ro.rmdir()
 
 
-def _is_python(pid: int) -> bool:
+def _threads(pid: int) -> int:
     try:
-        return "python" in Path(f"/proc/{pid}/comm").read_text()
+        return len(os.listdir(f"/proc/{pid}/task"))
     except OSError:
-        return False
+        return 0
 
 
 def test_6_compare_output_not_writable(bundle, tmp_path):

@@ -66,10 +66,12 @@ def test_json_keeps_stdout_one_document(tmp_path):
 
 
 def test_command_that_exits_early_gives_a_partial_bundle_still_reported(tmp_path):
-    # GIVEN a sample that ends by itself about 1.5 s into a 5 s capture
+    # GIVEN a sample that ends by itself about 1.5 s into a 12 s capture (a long window: on
+    # a loaded host the sample's imports can take seconds, and ending early must still be
+    # told from ending on time)
     out = tmp_path / "b"
     res = run_cli(
-        "run", "-d", "5", "--warmup", "0.8", "-o", str(out), "--",
+        "run", "-d", "12", "--warmup", "0.8", "-o", str(out), "--",
         *sample_argv("lock_contention", "--threads", "2", "--seconds", "2.5"),
     )  # fmt: skip
     # THEN exit code 5, a complete manifest that says so, and a report
@@ -77,7 +79,7 @@ def test_command_that_exits_early_gives_a_partial_bundle_still_reported(tmp_path
     m = manifest(out)
     assert m["state"] == "complete"
     assert m["capture"]["ended_by"] == "target_exited"
-    assert m["capture"]["duration_actual"] < 4.5
+    assert m["capture"]["duration_actual"] < 8
     run = m["capture"]["run"]
     assert run["exit_code"] == 0 and run["signal"] is None
     assert run["exited_before_capture_end"] is True

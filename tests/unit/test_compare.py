@@ -179,6 +179,23 @@ def test_comparison_is_json(hostile_comparison):
     assert "waits" not in c["flames"]  # recorded in neither
 
 
+def test_a_view_recorded_empty_after_is_compared_not_missing():
+    # GIVEN threads waiting on a lock before, and none after the fix (the waits were
+    # recorded, and there were none), while the on-CPU view was not recorded after
+    before = _diagnosis(0.8, ["main (a.py:1)"])
+    after = _diagnosis(0.0, ["main (a.py:1)"])
+    before.analysis.flames["waits"] = [(("lock wait", "thread (1): w", "main (a.py:1)"), 4.0)]
+    after.analysis.flames["waits"] = []
+    del after.analysis.flames["cpu"]
+    c = build_comparison(before, after)  # type: ignore[arg-type]
+    # THEN the waits are drawn, all colder; the on-CPU view says what was not recorded
+    waits = c["flames"]["waits"]
+    assert waits["missing"] is None
+    assert waits["colder"][0]["stack"][0] == "lock wait" and not waits["hotter"]
+    assert c["flames"]["cpu"]["missing"] == "after"
+    assert 'id="flame-waits"' in render_compare_html(c)
+
+
 def test_html_escapes_what_the_target_controls(hostile_comparison):
     html = render_compare_html(hostile_comparison)
     body = html.split('<script type="application/json"', 1)[0]
@@ -230,6 +247,22 @@ def test_caveats_name_what_differs_besides_the_change():
     assert "differ in length (5.0 s and 1.0 s)" in text
     assert "the after capture is partial (target_exited)" in text
     assert "collector perf was unavailable only before" in text
+
+
+def test_a_caveat_never_shows_an_empty_value():
+    # GIVEN a Python target before, and after one whose Python version is not known
+    before, after = _diagnosis(0.8, ["a"]), _diagnosis(0.2, ["a"])
+    before.report["metrics"]["python_version"] = "3.11"
+    after.report["metrics"]["python_version"] = ""
+    caveats = build_comparison(before, after)["caveats"]  # type: ignore[arg-type]
+    # THEN the caveat says what is not known, instead of an empty value
+    assert caveats == ["Python versions differ: 3.11 before, unknown after"]
+    after.report["metrics"]["python_version"] = "3.12"
+    caveats = build_comparison(before, after)["caveats"]  # type: ignore[arg-type]
+    assert caveats == ["Python versions differ: 3.11 before, 3.12 after"]
+    before.report["metrics"]["python_version"] = ""
+    after.report["metrics"]["python_version"] = None
+    assert build_comparison(before, after)["caveats"] == []  # type: ignore[arg-type]
 
 
 def test_parents_always_cover_their_children_after_rounding():

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from diagnose.render.charts import flame_tree
+from diagnose.render.charts import (
+    INTERPRETER_FRAME,
+    flame_tree,
+    flame_views,
+    simplified,
+    simplify_native,
+)
 
 
 def children(tree: dict, node: int) -> list[int]:
@@ -44,8 +50,8 @@ def test_stacks_merge_into_one_tree_with_a_thread_index():
     assert tree["label"][t11] == "worker-0 (11)"
     assert tree["value"][t11] == 4.0
     serve = next(i for i in by_frame(tree, "serve (app.py:10)") if tree["parent"][i] == t11)
-    assert tree["label"][serve] == "serve"
-    assert sorted(tree["label"][k] for k in children(tree, serve)) == ["predict", "tokenize"]
+    assert tree["label"][serve] == "serve:10"  # a frame's line is in its label
+    assert sorted(tree["label"][k] for k in children(tree, serve)) == ["predict:5", "tokenize:7"]
     # and every node below a thread's root frame carries that thread's index
     assert [t["label"] for t in tree["threads"]] == ["worker-0 (11)", "worker-1 (12)"]
     for i in range(1, tree["nodes"]):
@@ -134,4 +140,73 @@ def test_each_thread_is_drawn_to_the_same_relative_detail():
     tree = flame_tree(stacks, min_share=0.01)
     # THEN the small thread keeps its 10% function: 1% of its own time, not of the total
     small = by_frame(tree, "thread (2): small")[0]
-    assert sorted(tree["label"][k] for k in children(tree, small)) == ["a", "b"]
+    assert sorted(tree["label"][k] for k in children(tree, small)) == ["a:1", "b:2"]
+
+
+# --- the flame graph's options: a function's lines merged, interpreter frames hidden,
+# --- long native chains folded (all on by default)
+
+KERNEL = [f"k{i} ([kernel.kallsyms])" for i in range(10)]
+EVAL = ["_PyEval_EvalFrameDefault (libpython3.11.so.1.0)", "PyObject_Call (libpython3.11.so.1.0)"]
+
+
+def test_one_function_is_one_box_with_its_lines_merged():
+    # GIVEN one function sampled at 8 lines (as py-spy reports it)
+    stacks = [(("thread (1): w", "serve (app.py:1)", f"predict (m.py:{n})"), 1.0) for n in range(8)]
+    # THEN by default it is one box, and with the lines apart 8 boxes that show their line
+    merged = flame_tree(simplified(stacks, lines=True, native=True).items())
+    assert [lab for lab in merged["label"] if lab.startswith("predict")] == ["predict"]
+    apart = flame_tree(simplified(stacks, lines=False, native=True).items())
+    labels = sorted(lab for lab in apart["label"] if lab.startswith("predict"))
+    assert labels == [f"predict:{n}" for n in range(8)]
+    # a merged frame still reads as Python (warm colour, its file in the hover text)
+    i = merged["label"].index("predict")
+    assert merged["frame"][i] == "predict (m.py, all lines)"
+    assert merged["color"][i] == apart["color"][apart["label"].index("predict:0")]
+
+
+def test_interpreter_frames_under_a_python_frame_are_hidden():
+    # GIVEN py-spy --native style stacks: libpython frames between Python and BLAS frames
+    st = ("thread (1): w", "serve (app.py:1)", *EVAL, "predict (m.py:5)", *EVAL,
+          "sgemm_kernel (libopenblas.so.0)")  # fmt: skip
+    assert simplify_native(st) == (
+        "thread (1): w", "serve (app.py:1)", "predict (m.py:5)", "sgemm_kernel (libopenblas.so.0)"
+    )  # fmt: skip
+    # and a native stack with no Python frame above keeps one box for the interpreter
+    raw = ("thread (1): w", "_start (python3.11)", *EVAL * 15, "memcpy (libc.so.6)")
+    assert simplify_native(raw) == ("thread (1): w", INTERPRETER_FRAME, "memcpy (libc.so.6)")
+
+
+def test_long_native_chains_are_folded():
+    st = ("thread (1): w", "wait (q.py:3)", "__futex_wait (libc.so.6)", *KERNEL)
+    assert simplify_native(st) == (
+        "thread (1): w", "wait (q.py:3)", "__futex_wait (libc.so.6)", KERNEL[0],
+        "[8 frames] ([kernel.kallsyms])", KERNEL[-1],
+    )  # fmt: skip
+    short = ("thread (1): w", *KERNEL[:5])
+    assert simplify_native(short) == short  # five frames stay as they are
+
+
+def test_thread_and_wait_frames_are_never_changed():
+    st = ("lock wait", "thread (3): x (a.py:1)", "h (a.py:2)")
+    assert simplified([(st, 1.0)], lines=True, native=True) == {
+        ("lock wait", "thread (3): x (a.py:1)", "h (a.py, all lines)"): 1.0
+    }
+
+
+def test_the_page_carries_the_other_options_only_where_they_differ():
+    from diagnose.analyse.model import Analysis
+
+    # GIVEN a wall view with lines to merge, and a waits view without any line or native frame
+    wall = [(("thread (1): w", f"f (a.py:{n})", *EVAL, "g (b.py:1)"), 1.0) for n in range(3)]
+    waits = [(("lock wait", "thread (1): w", "[unknown]"), 1.0)]
+    a = Analysis(metrics={}, unmeasured={}, per_thread=None, thread_time=None,
+                 flames={"wall": wall, "waits": waits})  # fmt: skip
+    views = flame_views(a)
+    # THEN the default (both options on) is the view's tree; the others are kept apart
+    assert set(views["wall"]["variants"]) == {"10", "01", "00"}
+    assert "f" in views["wall"]["tree"]["label"]
+    assert "f:0" in views["wall"]["variants"]["01"]["tree"]["label"]
+    assert not any("libpython" in f for f in views["wall"]["tree"]["frame"])
+    assert any("libpython" in f for f in views["wall"]["variants"]["10"]["tree"]["frame"])
+    assert views["waits"]["variants"] == {}  # nothing to simplify: one tree

@@ -77,6 +77,22 @@ def test_only_our_two_scripts_may_run(page):
     assert html.count("plotly.js v") == 1  # inlined once
 
 
+def test_the_page_is_small_and_carries_only_the_plotly_traces_it_draws(page, diag):
+    # GIVEN the report of a real capture. The full plotly.js made it 4.9 MB; the build in
+    # templates/vendor has the traces the report draws and nothing else
+    html, p = page
+    assert len(html.encode()) < 1_600_000, len(html.encode())
+    plotly = p.scripts[1]
+    assert plotly.startswith("/*! plotly.js v")
+    charts = json.loads(p.scripts[0])["charts"].values()
+    drawn = {t["type"] for c in charts if c.get("figure") for t in c["figure"]["data"]}
+    assert drawn == {"scatter", "bar", "heatmap"}  # and the flame graphs' icicle
+    for trace in ("icicle", "heatmap", "bar", "scatter"):
+        assert f'name:"{trace}"' in plotly, trace  # registered
+    for unused in ("scattergl", "choroplethmap", "scatter3d", "sankey", "parcoords"):
+        assert f'name:"{unused}"' not in plotly, unused
+
+
 def test_nothing_is_fetched(page):
     _, p = page
     for tag, attrs in p.tags:
@@ -143,3 +159,29 @@ def test_long_names_are_cut(diag):
     rep["verdict"]["headline"] = "x" * 100_000
     html = render_html(rep, chart_data(diag.analysis))
     assert not re.search("x{2000}", html)
+
+
+@pytest.mark.parametrize(
+    ("primary", "confidence", "severity"),
+    [
+        ("io", 0.96, "high"),
+        ("lock", 0.3, "medium"),
+        ("idle", 1.0, "info"),
+        ("unknown", 0.0, "info"),
+    ],
+)
+def test_a_badge_colour_says_how_much_to_act_not_which_category(
+    diag, primary, confidence, severity
+):
+    # an I/O verdict drew a green badge, which reads as healthy
+    report = copy.deepcopy(diag.report)
+    report["verdict"].update(primary=primary, confidence=confidence)
+    for f in report["findings"]:
+        f["advisory"] = True
+    html = render_html(report, chart_data(diag.analysis))
+    verdict = re.search(r'<span class="cat-badge cat-(\w+) sev-(\w+)"', html)
+    assert verdict is not None and verdict.groups() == (primary, severity)
+    # the findings here are all advisory: amber, whatever their category
+    found = re.findall(r'<article class="finding cat-\w+ sev-(\w+)', html)
+    assert found and set(found) <= {"low", "info"}
+    assert "Colours say how much to act" in html

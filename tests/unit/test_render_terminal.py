@@ -67,3 +67,25 @@ def test_no_escape_sequence_reaches_the_terminal(report):
     coloured = render_summary(rep, color=True, width=100).splitlines()
     assert coloured[0].startswith("\x1b[")
     assert not any("\x1b" in ln for ln in coloured[1:])
+
+
+@pytest.mark.parametrize(
+    ("ended_by", "words"),
+    [
+        ("duration", "ran its full duration"),
+        ("interrupted (SIGINT)", "ended early: interrupted (SIGINT, Ctrl-C)"),
+        ("interrupted (SIGTERM)", "ended early: interrupted (SIGTERM)"),
+        ("target_exited", "ended early: the target exited"),
+        ("disk_budget", "ended early: the bundle reached --max-bundle-mb"),
+        ("disk_full", "ended early: the disk filled up"),
+        (None, "its end was not recorded (the capture did not finish)"),
+        ("something\x1b[31m new", "ended: something\\x1b[31m new"),
+    ],
+)
+def test_how_the_capture_ended_is_said_in_words(report, ended_by, words):
+    # "ended by interrupted (SIGINT)" and "ended by duration" were the manifest's codes
+    rep = copy.deepcopy(report)
+    rep["capture"]["ended_by"] = ended_by
+    line = render_summary(rep, width=200).splitlines()[1]
+    assert line.endswith(f"s, {words}"), line
+    assert "ended by" not in line

@@ -85,6 +85,22 @@ def test_as_many_cpu_bound_threads_as_cores_crowded_by_others_is_cpu_contention(
     assert "other processes took 63% of the cores" in v.findings[0].summary
 
 
+def test_contention_summary_is_true_of_threads_that_block_on_the_gil():
+    # GIVEN 8 threads taking turns on the GIL (none CPU-bound: each blocks on it) while
+    # other processes hold the cores. The summary said "the target's CPU-bound threads (0)
+    # fit its 2 cores", which reads as a target doing nothing; what is true: its demand (the
+    # threads running or waiting for a core, on average) fits, and none of them never blocks
+    m = healthy(**{**CROWDED_BY_OTHERS, "cpu_bound_threads": 0, "threads_busy": 8,
+                   "busy_share_gil": 0.7, "cpu_demand_threads_mean": 1.2})  # fmt: skip
+    assert when("scheduling.cpu_contention", m) is True
+    summary = next(f.summary for f in verdict(m).findings if f.rule.id.endswith("contention"))
+    assert "CPU-bound threads (0)" not in summary
+    assert (
+        "the target's own demand fits its 2 cores (1.2 of its threads wanted a core at a time "
+        "on average, 0 never blocked)"
+    ) in summary
+
+
 def test_queueing_on_an_idle_host_is_neither():
     # threads wait for a core while the CPUs are half idle: no scheduling verdict to give
     m = healthy(**{**CROWDED_BY_OTHERS, "host_cpu_util": 0.5, "host_other_cpu_share": 0.1})

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
 from diagnose.bundle.writer import guarded_csv_writer
 from diagnose.collect.base import CaptureContext
-from diagnose.collect.perf.record import PerfCollectorBase, PerfRecord, record_failure, ring_pages
+from diagnose.collect.perf.record import PerfCollectorBase, PerfRecord, no_recording, ring_pages
 from diagnose.formats.perf_script import LOST, parse_script
 from diagnose.formats.speedscope import samples_to_speedscope
 from diagnose.formats.stacks import StackTable, ThreadFrame, format_folded
@@ -70,8 +70,7 @@ class PerfCollector(PerfCollectorBase):
         files = [rec.stderr_rel]
         try:
             if rec.size_bytes() == 0:
-                reason = record_failure(rec.stderr())
-                return self.record(CollectorStatus.FAILED, reason, files, **details)
+                return self.record(CollectorStatus.FAILED, no_recording(rec), files, **details)
             files.append(rec.script_stderr_rel)
             lines = rec.script("tid,time,event,ip,sym,dso", ["--show-lost-events"], SCRIPT_TIMEOUT)
             n, lost, t_first, t_last, names = self._write(ctx, lines)
@@ -86,15 +85,17 @@ class PerfCollector(PerfCollectorBase):
             last_s=t_last,
             threads=len(names),
         )
-        if n == 0:
-            reason = error or record_failure(rec.stderr()) or "perf recorded no samples"
-            return self.record(CollectorStatus.FAILED, reason, files, **details)
-        files += [
+        tables = [
             "native/samples.csv",
             "native/stacks.csv",
             "native/stacks.folded",
             "native/native.speedscope.json",
         ]
+        if n == 0:
+            nothing = "no on-CPU samples: no thread of the target ran on a CPU (an idle target)"
+            busy = max(0.05, 5 / max(1, ctx.options.rate))  # the CPU time of 5 samples
+            return self.nothing_recorded(ctx, rec, error, nothing, files + tables, details, busy)
+        files += tables
         problems = []
         if rec.capped():
             problems.append(

@@ -30,8 +30,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
-from diagnose.collect.base import CaptureContext, Collector
+from diagnose.collect.base import CaptureContext, Collector, covered_most
 from diagnose.collect.child import Child
 from diagnose.collect.perf.probe import (
     PerfCapabilities,
@@ -44,6 +46,7 @@ SIZE_LIMIT = re.compile(r"perf size limit reached \((\d+) KB\)")
 WROTE = re.compile(r"Captured and wrote ([\d.]+) MB")
 LOST_CHUNKS = re.compile(r"lost (\d+) chunks", re.I)
 LOST_SAMPLES = re.compile(r"(\d+) samples? lost", re.I)
+NO_PROCESS = re.compile(r"no such process", re.I)
 
 
 def ring_pages(per_cpu_bytes: int, total_bytes: int = 64 * 2**20) -> int:
@@ -79,6 +82,7 @@ class PerfRecord:
         self.child: Child | None = None
         self.started_t = 0.0  # seconds since capture start
         self.rc: int | None = None
+        self.target_cpu_at_start: float | None = None  # the target's CPU seconds then
 
     def argv(self) -> list[str]:
         window = self.ctx.remaining()
@@ -95,7 +99,15 @@ class PerfRecord:
 
     def start(self) -> None:
         self.started_t = self.ctx.elapsed()
+        self.target_cpu_at_start = target_cpu_seconds(self.ctx.target.pid)
         self.child = Child(self.argv(), self.ctx.writer.path(self.stderr_rel))
+
+    def target_cpu_used(self) -> float | None:
+        """CPU seconds the target used since perf was started (None: not known)."""
+        now = target_cpu_seconds(self.ctx.target.pid)
+        if now is None or self.target_cpu_at_start is None:
+            return None
+        return max(0.0, now - self.target_cpu_at_start)
 
     def running(self) -> bool:
         return self.child is not None and self.child.poll() is None
@@ -208,6 +220,50 @@ class PerfCollectorBase(Collector):
         status = CollectorStatus.PARTIAL if problems else CollectorStatus.OK
         return self.record(status, "; ".join(problems + notes), files, **details)
 
+    def nothing_recorded(
+        self,
+        ctx: CaptureContext,
+        rec: PerfRecord,
+        error: str,
+        nothing: str,
+        files: list[str],
+        details: dict[str, Any],
+        busy_cpu_s: float = 0.05,
+    ) -> CollectorRecord:
+        """The record of a recording without a single event (``nothing`` says what it
+        lacks, and why an idle target gives that).
+
+        perf's own success line ("[ perf record: Captured and wrote 0.001 MB ...]") with no
+        error from perf script means that perf ran; if the target used (almost) no CPU while
+        it did (under ``busy_cpu_s`` seconds, read from /proc), the target did nothing perf
+        records: ``ok``, with that as a note, not a failure. A target that used CPU meanwhile
+        was missed (perf starts recording late on a busy host): ``failed``, as are a target
+        that had exited before perf attached and a perf that failed, with the reason. Where
+        the target's CPU time cannot be read, perf must have run for most of the window."""
+        stderr = rec.stderr()
+        if error or not WROTE.search(stderr):
+            return self.record(CollectorStatus.FAILED, error or no_recording(rec), files, **details)
+        used = rec.target_cpu_used()
+        details["target_cpu_s"] = None if used is None else round(used, 3)
+        window = ctx.window()
+        ran = max(0.0, window - rec.started_t)
+        if used is not None and used >= busy_cpu_s:
+            reason = (
+                f"perf recorded nothing although the target used {used:.2f} s of CPU while it "
+                f"ran: it started recording late (a slow start on a busy host)"
+            )
+            return self.record(CollectorStatus.FAILED, reason, files, **details)
+        if used is None and not covered_most(ran, window):
+            reason = (
+                f"perf started {rec.started_t:.1f} s into the {window:.1f} s window (a slow "
+                f"start on a busy host) and recorded nothing in the {ran:.1f} s left"
+            )
+            return self.record(CollectorStatus.FAILED, reason, files, **details)
+        if ctx.target_exited.is_set():
+            reason = f"the target exited during the capture; {nothing}"
+            return self.record(CollectorStatus.PARTIAL, reason, files, **details)
+        return self.record(CollectorStatus.OK, nothing, files, **details)
+
 
 def perf_script(
     ctx: CaptureContext,
@@ -234,6 +290,28 @@ def perf_script(
         timer.cancel()
         child.stop(grace=5)
         stdout.close()
+
+
+def target_cpu_seconds(pid: int) -> float | None:
+    """The process's CPU time so far (user + system, all threads), or None if it is gone."""
+    try:
+        t = psutil.Process(pid).cpu_times()
+    except (psutil.Error, OSError):
+        return None
+    return float(t.user + t.system)
+
+
+def no_recording(rec: PerfRecord) -> str:
+    """Why ``perf record`` left nothing to read, with the fix where there is one."""
+    stderr = rec.stderr()
+    if NO_PROCESS.search(stderr):
+        return "the target exited before perf could attach to it"
+    if not stderr.strip() and rec.rc == -signal.SIGINT:
+        return (
+            "perf was stopped before it had started recording: on a busy host it can take "
+            "longer to start than the capture lasted (capture longer)"
+        )
+    return record_failure(stderr) or f"perf record wrote nothing (exit status {rec.rc})"
 
 
 def record_failure(stderr: str) -> str:

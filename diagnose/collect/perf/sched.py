@@ -33,7 +33,7 @@ from typing import Any
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
 from diagnose.bundle.writer import guarded_csv_writer
 from diagnose.collect.base import CaptureContext
-from diagnose.collect.perf.record import PerfCollectorBase, PerfRecord, record_failure, ring_pages
+from diagnose.collect.perf.record import PerfCollectorBase, PerfRecord, no_recording, ring_pages
 from diagnose.formats.perf_sched import FutexWait, OffCpu, SchedSummary, convert, futex_cmd
 from diagnose.formats.perf_script import parse_script
 from diagnose.formats.stacks import StackTable, ThreadFrame, format_folded
@@ -105,8 +105,7 @@ class PerfSchedCollector(PerfCollectorBase):
         summary = SchedSummary()
         try:
             if rec.size_bytes() == 0:
-                reason = record_failure(rec.stderr())
-                return self.record(CollectorStatus.FAILED, reason, files, **details)
+                return self.record(CollectorStatus.FAILED, no_recording(rec), files, **details)
             files.append(rec.script_stderr_rel)
             fields = "tid,cpu,time,event,ip,sym,dso,trace"
             extra = ["--show-switch-events", "--show-lost-events"]
@@ -127,10 +126,14 @@ class PerfSchedCollector(PerfCollectorBase):
             sleeps_resumed=summary.sleeps_resumed,
             wakeups_seen=summary.wakeups_seen,
         )
+        tables = ["sched/offcpu.csv", "sched/futex.csv", "sched/stacks.csv", "sched/offcpu.folded"]
         if summary.events == 0:
-            reason = error or record_failure(rec.stderr()) or "perf recorded no scheduler events"
-            return self.record(CollectorStatus.FAILED, reason, files, **details)
-        files += ["sched/offcpu.csv", "sched/futex.csv", "sched/stacks.csv", "sched/offcpu.folded"]
+            nothing = (
+                "no scheduler events: no thread of the target was switched on or off a CPU "
+                "(an idle target)"
+            )
+            return self.nothing_recorded(ctx, rec, error, nothing, files + tables, details)
+        files += tables
         problems = []
         if rec.capped():
             details["cut_at_s"] = last

@@ -1,0 +1,70 @@
+"""A perf recording without a single event: an idle target (ok, with a note) or a recording
+that missed a busy one (failed, saying why). Hand-built recordings; the real ones are
+tests/e2e/test_idle_target.py (idle) and tests/e2e/test_perf.py (busy)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from types import SimpleNamespace
+
+import pytest
+
+from diagnose.bundle.manifest import CollectorStatus
+from diagnose.collect.perf.oncpu import PerfCollector
+
+WROTE = (
+    "[ perf record: Woken up 1 times to write data ]\n"
+    "[ perf record: Captured and wrote 0.001 MB /b/native/.perf.data ]\n"
+)
+IDLE = "no on-CPU samples: no thread of the target ran on a CPU (an idle target)"
+
+
+def judge(stderr=WROTE, cpu=0.0, started=0.3, window=10.0, exited=False, error="", rc=0):
+    ctx = SimpleNamespace(window=lambda: window, target_exited=threading.Event())
+    if exited:
+        ctx.target_exited.set()
+    rec = SimpleNamespace(
+        stderr=lambda: stderr, target_cpu_used=lambda: cpu, started_t=started, rc=rc
+    )
+    return PerfCollector().nothing_recorded(ctx, rec, error, IDLE, [], {})  # type: ignore[arg-type]
+
+
+def test_an_idle_target_is_ok_with_a_note():
+    r = judge(cpu=0.0)
+    assert (r.status, r.reason) == (CollectorStatus.OK, IDLE)
+    assert r.details["target_cpu_s"] == 0.0
+
+
+@pytest.mark.parametrize(("cpu", "status"), [(0.04, "ok"), (0.06, "failed"), (1.58, "failed")])
+def test_a_target_that_used_cpu_meanwhile_was_missed(cpu, status):
+    # perf's success line, no sample, while the target used CPU: perf started recording late
+    r = judge(cpu=cpu)
+    assert r.status.value == status
+    if status == "failed":
+        assert f"the target used {cpu:.2f} s of CPU" in r.reason and "late" in r.reason
+
+
+@pytest.mark.parametrize(("started", "status"), [(2.4, "ok"), (2.6, "failed")])
+def test_without_the_targets_cpu_time_perf_must_have_run_most_of_the_window(started, status):
+    r = judge(cpu=None, started=started, window=10.0)
+    assert r.status.value == status
+    if status == "failed":
+        assert r.reason.startswith("perf started 2.6 s into the 10.0 s window")
+
+
+def test_a_target_that_exited_is_partial():
+    r = judge(exited=True)
+    assert r.status is CollectorStatus.PARTIAL
+    assert r.reason == f"the target exited during the capture; {IDLE}"
+
+
+def test_perf_s_own_errors_stay_failures():
+    # perf script's error, no success line, a target gone, perf stopped before it began
+    assert judge(error="perf script: bad data").reason == "perf script: bad data"
+    gone = "Error:\nThe sys_perf_event_open() syscall returned with 3 (No such process)\n"
+    assert judge(stderr=gone).reason == "the target exited before perf could attach to it"
+    early = judge(stderr="", rc=-signal.SIGINT)
+    assert early.status is CollectorStatus.FAILED
+    assert early.reason.startswith("perf was stopped before it had started recording")
+    assert "exit status 1" in judge(stderr="", rc=1).reason
