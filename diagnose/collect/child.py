@@ -65,8 +65,7 @@ class Child:
     and writing, :meth:`stderr_text` reads it back), or a path: a
     new file is created there, never through a link (``O_EXCL|O_NOFOLLOW``), except that a
     ``/proc/self/fd/N/NAME`` path (a bundle member) is truncated if it exists. Arguments
-    that are such paths make the child inherit descriptor N (see :func:`anchored_fds`), as
-    does every descriptor in ``pass_fds`` (perf's control pipes)."""
+    that are such paths make the child inherit descriptor N (see :func:`anchored_fds`)."""
 
     def __init__(
         self,
@@ -74,7 +73,6 @@ class Child:
         stderr_path: Path | int,
         cwd: str | None = None,
         stdout_pipe: bool = False,
-        pass_fds: Sequence[int] = (),
     ) -> None:
         self.argv = list(argv)
         self.started = time.monotonic()
@@ -96,7 +94,7 @@ class Child:
             preexec_fn=_preexec(os.getpid()),
             cwd=cwd,
             close_fds=True,
-            pass_fds=tuple(sorted({*anchored_fds(self.argv), *pass_fds})),
+            pass_fds=anchored_fds(self.argv),
         )
         with _LIVE_LOCK:
             _LIVE.add(self.proc)

@@ -75,12 +75,13 @@ FEATURES: dict[str, str] = {
     "mem_sampling": "memory sampling for perf c2c: false sharing (collector c2c)",
     "user_regs": "cpu-clock samples with user registers: cache lines written by several "
     "threads, without a PMU (collector false_sharing)",
-    "control": "perf record --control and -D -1: perf starts with its events off and says "
-    "when it is ready, so the capture window opens only once perf records (every perf "
-    "collector)",
+    "delay": "perf record -D: perf starts with its events off and says when it turns them "
+    "on, so the capture window opens only once perf records (every perf collector)",
 }
 
 SCHED_EVENTS = ("sched:sched_switch", "sched:sched_wakeup")
+#: what ``perf record -D`` prints on stderr once its events are on (it has attached)
+EVENTS_ON = "Events enabled"
 FUTEX_EVENTS = ("syscalls:sys_enter_futex", "syscalls:sys_exit_futex")
 HW_EVENTS = ("cycles", "instructions")
 RECORD_BASE = ("record", "--no-bpf-event", "-N", "-B", "-k", "CLOCK_MONOTONIC")
@@ -216,7 +217,7 @@ def _stat_supported(output: str, events: tuple[str, ...]) -> tuple[bool, str]:
 class _Job:
     """One probe command, run in the background."""
 
-    def __init__(self, argv: list[str], cwd: str, pass_fds: tuple[int, ...] = ()) -> None:
+    def __init__(self, argv: list[str], cwd: str) -> None:
         self.argv = argv
         self.out = ""
         self.rc: int | None = None
@@ -231,7 +232,6 @@ class _Job:
                 text=True,
                 errors="replace",
                 start_new_session=True,
-                pass_fds=pass_fds,
             )
         except OSError as exc:
             self.proc = None
@@ -273,16 +273,11 @@ def probe(perf: str | None = None, timeout: float = 10.0) -> PerfCapabilities:
     features: dict[str, Feature] = {}
     version = ""
     with tempfile.TemporaryDirectory(prefix="diagnose-perf-probe-") as tmp:
-        out = {
-            k: os.path.join(tmp, f"{k}.data") for k in ("cpu", "sched", "futex", "c2c", "regs", "ctl")
-        }
+        kinds = ("cpu", "sched", "futex", "c2c", "regs", "delay")
+        out = {k: os.path.join(tmp, f"{k}.data") for k in kinds}
 
-        def record(data: str, *events: str, pass_fds: tuple[int, ...] = ()) -> _Job:
-            argv = [perf, *RECORD_BASE, *events, "-o", data, "--", "true"]
-            return _Job(argv, tmp, pass_fds)
-
-        ctl_r, ctl_w = os.pipe()
-        ack_r, ack_w = os.pipe()
+        def record(data: str, *events: str) -> _Job:
+            return _Job([perf, *RECORD_BASE, *events, "-o", data, "--", "true"], tmp)
 
         jobs = {
             "version": _Job([perf, "--version"], tmp),
@@ -294,14 +289,8 @@ def probe(perf: str | None = None, timeout: float = 10.0) -> PerfCapabilities:
             ),
             "mem_sampling": _Job([perf, "c2c", "record", "-o", out["c2c"], "--", "true"], tmp),
             "user_regs": record(out["regs"], "-e", "cpu-clock", "-F", "99", USER_REGS_OPTION),
-            "control": record(
-                out["ctl"],
-                *("-e", "cpu-clock", "-D", "-1", "--control", f"fd:{ctl_r},{ack_w}"),
-                pass_fds=(ctl_r, ack_w),
-            ),
+            "delay": record(out["delay"], "-e", "cpu-clock", "-D", "1", "--sample-cpu"),
         }
-        for fd in (ctl_r, ctl_w, ack_r, ack_w):
-            os.close(fd)
         deadline = time.monotonic() + timeout
         for job in jobs.values():
             job.wait(deadline)
@@ -319,9 +308,11 @@ def probe(perf: str | None = None, timeout: float = 10.0) -> PerfCapabilities:
             ("futex_tracepoints", out["futex"], "futex syscall tracepoints"),
             ("mem_sampling", out["c2c"], "perf c2c memory sampling"),
             ("user_regs", out["regs"], "cpu-clock sampling with user registers"),
-            ("control", out["ctl"], "perf record --control with events off at the start"),
+            ("delay", out["delay"], "perf record -D, saying when its events are on"),
         ):
             res = _record_ok(jobs[name], data, what)
+            if name == "delay" and isinstance(res, Feature) and EVENTS_ON not in jobs[name].out:
+                res = (f"{what}: perf did not say {EVENTS_ON!r}", "a newer perf (5.x or later)")
             if isinstance(res, Feature):
                 features[name] = Feature(name, True, f"{what}: works")
             else:
@@ -366,7 +357,7 @@ def unavailable_reason(caps: PerfCapabilities, feature: str) -> str | None:
 #: a cached probe older than this is probed again (capabilities change rarely within a
 #: boot: a sysctl, a tracefs mount, a perf upgrade, which the key catches)
 CACHE_MAX_AGE = 6 * 3600.0
-CACHE_SCHEMA = "diagnose.perf_probe/1"
+CACHE_SCHEMA = "diagnose.perf_probe/2"  # bumped whenever a check changes
 
 
 def cache_path() -> str:
@@ -452,12 +443,6 @@ def write_cache(caps: PerfCapabilities, path: str | None = None) -> None:
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-
-
-def forget_cache(path: str | None = None) -> None:
-    """Drop the cached probe (a perf that the cache said works failed to start)."""
-    with contextlib.suppress(OSError):
-        os.unlink(path or cache_path())
 
 
 def cached_probe() -> PerfCapabilities:
