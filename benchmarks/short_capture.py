@@ -50,7 +50,9 @@ def one(tree: Path, pid: int, seconds: float, out: Path, cold: bool) -> dict[str
     env = {**os.environ, "PYTHONPATH": str(tree.resolve())}
     argv = [PYTHON, "-m", "diagnose", "attach", str(pid), "-d", f"{seconds:g}", "-o", str(out)]
     t = time.monotonic()
-    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=seconds * 10 + 120)
+    # run from the tree: ``python -m`` puts the working directory first on sys.path
+    proc = subprocess.run(argv, env=env, cwd=tree, capture_output=True, text=True,
+                          timeout=seconds * 10 + 120)  # fmt: skip
     wall = time.monotonic() - t
     row: dict[str, Any] = {"rc": proc.returncode, "wall_s": round(wall, 2)}
     try:

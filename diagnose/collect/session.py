@@ -318,8 +318,11 @@ def _capture_locked(
                     c.stop()
             writer.release_reserve()  # room to finish the bundle, should the disk be full
             for c in running:
+                finish_t = time.monotonic()
                 try:
                     records[c.name] = c.finish(ctx, timeout=30)
+                    # what converting its output cost: time to verdict, per collector
+                    records[c.name].details["finish_s"] = round(time.monotonic() - finish_t, 3)
                 except OutputError as exc:
                     records[c.name] = CollectorRecord(c.name, CollectorStatus.FAILED, str(exc))
                     ended_by = "disk_full"
