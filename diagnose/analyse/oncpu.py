@@ -38,8 +38,9 @@ INFERENCE_CATEGORIES = ("compute", "memory", "model")
 Sample = tuple[int, Stack, float]  # (tid, stack, weight)
 
 
-def oncpu(ctx: Context) -> None:
-    """Step: on-CPU shares by category, the top functions, how serial preprocessing is."""
+def oncpu_samples(ctx: Context) -> None:
+    """Step: the on-CPU samples, each categorised by its frames' names (``ctx.oncpu``); the
+    stage step places them by call structure next, and :func:`oncpu_shares` sums them."""
     data, m = ctx.data, ctx.metrics
     if data.native_samples is not None and not data.native_samples.empty:
         samples = perf_samples(data)
@@ -63,6 +64,15 @@ def oncpu(ctx: Context) -> None:
     ctx.oncpu = [
         OnCpuSample(tid, st, w, ctx.frames.categorize(st)) for (tid, st), w in per_stack.items()
     ]
+
+
+def oncpu_shares(ctx: Context) -> None:
+    """Step: on-CPU shares by category, the top functions, how serial preprocessing is."""
+    m = ctx.metrics
+    if m.get("oncpu_source") is None:
+        return
+    native = m["oncpu_source"] != "py-spy"
+    total = sum(s.weight for s in ctx.oncpu)
     if total <= 0:
         for c in ctx.frames.names:
             m[f"oncpu_share_{c}"] = 0.0 if native or c not in NATIVE_CATEGORIES else None

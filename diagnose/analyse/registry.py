@@ -376,6 +376,12 @@ CATALOGUE: tuple[MetricDef, ...] = (
         "Share of on-CPU samples in preprocessing (decode, resize, tokenise, normalise, JSON parsing, pandas).",
     ),
     _def(
+        "oncpu_share_postprocess",
+        "share",
+        "proc,pyspy",
+        "Share of on-CPU samples in postprocessing: what a thread that calls the model runs after the model call in its handler (decoding and filtering the output, building the response), or code named like postprocessing.",
+    ),
+    _def(
         "oncpu_share_serialisation",
         "share",
         "proc,pyspy",
@@ -410,7 +416,7 @@ CATALOGUE: tuple[MetricDef, ...] = (
         "oncpu_share_other",
         "share",
         "proc,pyspy",
-        "Share of on-CPU samples in everything else (request handling, business logic, interpreter).",
+        "Share of on-CPU samples neither the call structure nor the frames' names could place (request handling, business logic, the interpreter): the unexplained share every report shows. Large, it lowers the confidence of a verdict that rests on the on-CPU composition.",
     ),
     _def(
         "oncpu_share_inference",
@@ -456,6 +462,32 @@ CATALOGUE: tuple[MetricDef, ...] = (
         "proc,pyspy",
         "The leaf function with most on-CPU samples.",
         kind="text",
+    ),
+    # --- stages by call structure ---
+    _def(
+        "oncpu_share_placed",
+        "share",
+        "proc,pyspy",
+        "Share of on-CPU samples whose stage the call structure decided (inside the model call, before or after it in the handler, or in a thread feeding the model's threads) rather than the frames' names.",
+    ),
+    _def(
+        "model_call_threads",
+        "threads",
+        "proc,pyspy",
+        "Threads seen calling the model: a model framework's frame (onnxruntime run, a torch module's call) or, with perf, a native compute kernel, in their on-CPU stacks.",
+    ),
+    _def(
+        "model_call_site",
+        "text",
+        "proc,pyspy",
+        "The frame that calls the model most (the handler's line, or the line of the GEMM): where preprocessing ends and postprocessing begins.",
+        kind="text",
+    ),
+    _def(
+        "feeder_threads",
+        "threads",
+        "proc,pyspy",
+        "Threads that never call the model but hand work to the threads that do (a queue put, an executor submit, a thread-pool run; or, with perf, they woke those threads' waits for work): a preprocessing stage.",
     ),
     # --- locks, from /proc and py-spy ---
     _def(
