@@ -230,11 +230,13 @@ class FrameRules:
         handoff: _Matcher | None = None,
         pools: list[Pool] | None = None,
         spin: _Matcher | None = None,
+        serving: _Matcher | None = None,
     ) -> None:
         self.categories = categories
         self.waits = waits
         self.source = source
         self.handoff = handoff or _Matcher()
+        self.serving = serving or _Matcher()
         self.pools = pools or []
         self.spin = spin or _Matcher()
         self._stage = [c for c in categories if c.kind == "stage"]
@@ -315,9 +317,7 @@ class FrameRules:
         stage = self.stage_by_name(stack, call[0] if call else None)
         result = stage or self.kernel_category(stack)
         if result is None:
-            if call is not None:
-                result = "model"
-            elif self._leaf_model(stack):
+            if call is not None or self._leaf_model(stack):
                 result = "model"
             else:
                 result = "other"
@@ -332,6 +332,11 @@ class FrameRules:
             return False
         n, f = split_frame(leaf)
         return any(c.leaf is not None and c.leaf.matches(n, f) for c in self._model)
+
+    def is_serving(self, frame: str) -> bool:
+        """Is ``frame`` the serving machinery's (``[structure] serving``)?"""
+        n, f = split_frame(frame)
+        return self.serving.matches(n, f)
 
     def is_handoff(self, frame: str) -> bool:
         n, f = split_frame(frame)
@@ -469,8 +474,9 @@ def load_frame_rules(path: Path) -> FrameRules:
     if not isinstance(structure, dict):
         raise BadRules(f"{path}: [structure] must be a table")
     handoff = _compile(structure.get("handoff", []), tf.where(tf.key_line("handoff")))
+    serving = _compile(structure.get("serving", []), tf.where(tf.key_line("serving")))
     pools, spin = _pools(tf, path)
-    return FrameRules(cats, waits, str(path), handoff, pools, spin)
+    return FrameRules(cats, waits, str(path), handoff, pools, spin, serving)
 
 
 @lru_cache(maxsize=8)

@@ -67,11 +67,14 @@ class ModelPath:
 
 @dataclass
 class Structure:
-    """The call structure the stage step found: per thread the paths that call the model,
-    the threads that feed them (tid -> the evidence), and how calls made on a model call's
+    """The call structure the stage step found: per thread the paths that call the model
+    (and all of them merged, ``calls``), the threads that feed them (tid -> the evidence), and how calls made on a model call's
     own line were ordered (``same_line``: (tid, the line's frames) -> "pre" | "post" | "")."""
 
     paths: dict[int, list[ModelPath]] = field(default_factory=dict)
+    #: every thread's paths merged (threads that run the same handler call the model at the
+    #: same place): what samples are placed against
+    calls: list[ModelPath] = field(default_factory=list)
     feeders: dict[int, str] = field(default_factory=dict)
     same_line: dict[tuple[int, Stack], str] = field(default_factory=dict)
 

@@ -119,6 +119,7 @@ def _shares(ctx: Context, total: float, native: bool) -> None:
     m["compute_top_function"] = most_common(comp, 1)[0][0] if comp else ""
     _preprocess_threads(ctx, thread_by_cat.get("preprocess", {}))
     ctx.out.oncpu = {
+        **ctx.out.oncpu,  # the stage step's "structure"
         "total_weight": total,
         "native": native,
         "shares": {c: rounded(by_cat.get(c, 0.0) / total, 4) for c in frames.names},

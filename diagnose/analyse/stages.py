@@ -46,6 +46,9 @@ SEGMENT_GAP_S = 0.05
 ORDER_MARGIN = 2.0
 #: perf wakeups of the model threads' waits for work that make a thread their feeder
 FEEDER_WAKES = 3
+#: the share of a line's on-CPU time in compute kernels that makes it a model call found by
+#: its kernel (below it, the kernel samples were joined to a line the thread had just left)
+KERNEL_LINE_SHARE = 0.5
 
 
 def stages(ctx: Context) -> None:
@@ -53,7 +56,8 @@ def stages(ctx: Context) -> None:
     if not ctx.oncpu:
         return
     frames = ctx.frames
-    structure = Structure(paths=model_paths(ctx.oncpu, frames))
+    paths = model_paths(ctx.oncpu, frames)
+    structure = Structure(paths=paths, calls=shared_calls(paths))
     structure.feeders = feeders(ctx, structure)
     structure.same_line = same_line_order(ctx, structure)
     ctx.structure = structure
@@ -65,26 +69,58 @@ def stages(ctx: Context) -> None:
 
 
 def model_paths(samples: list[OnCpuSample], frames: FrameRules) -> dict[int, list[ModelPath]]:
-    """Per thread, the Python paths that call the model, heaviest first."""
+    """Per thread, the Python paths that call the model, heaviest first.
+
+    A call found by its native kernel alone (a GEMM under a Python line) rests on joining
+    perf's sample to py-spy's stack of the same moment, and a short call (a small GEMV)
+    can be joined to the line the thread had just left. Such a path is kept only where
+    it is the line's work: at least KERNEL_LINE_SHARE of all the on-CPU time seen at that
+    exact line (all threads: the same code) is in compute kernels, and the line is not a
+    wait (a frame that waits for work or a lock calls no kernel: that join was stale)."""
     acc: dict[int, dict[tuple[Stack, str, str], float]] = defaultdict(lambda: defaultdict(float))
+    at_line: dict[Stack, float] = defaultdict(float)
+    kernel_at: dict[Stack, float] = defaultdict(float)
     for s in samples:
+        py = tuple(f for f in s.stack if not is_native_frame(f))
+        at_line[py] += s.weight
         call = frames.model_call(s.stack)
         if call is None:
             continue
         path = tuple(f for f in s.stack[: call[0]] if not is_native_frame(f))
-        if path:
-            acc[s.tid][(path, call[1], s.stack[call[0]])] += s.weight
+        if not path:
+            continue
+        if call[1] == "kernel":
+            if frames.wait_kind(path[-1]) is not None:
+                continue
+            kernel_at[path] += s.weight
+        acc[s.tid][(path, call[1], s.stack[call[0]])] += s.weight
     out: dict[int, list[ModelPath]] = {}
     for tid, found in acc.items():
         merged: dict[tuple[Stack, str], tuple[float, str]] = {}
         for (path, how, callee), w in most_common(found):
+            if how == "kernel" and kernel_at[path] < KERNEL_LINE_SHARE * at_line[path]:
+                continue
             old = merged.get((path, how))
             merged[(path, how)] = (w + (old[0] if old else 0.0), old[1] if old else callee)
-        out[tid] = [
-            ModelPath(p, how, w, callee)
-            for (p, how), (w, callee) in sorted(merged.items(), key=lambda kv: -kv[1][0])
-        ]
+        if merged:
+            out[tid] = [
+                ModelPath(p, how, w, callee)
+                for (p, how), (w, callee) in sorted(merged.items(), key=lambda kv: -kv[1][0])
+            ]
     return out
+
+
+def shared_calls(paths: dict[int, list[ModelPath]]) -> list[ModelPath]:
+    """The model paths of all threads, merged (threads that run the same handler call the
+    model at the same place), heaviest first."""
+    merged: dict[tuple[Stack, str], ModelPath] = {}
+    for found in paths.values():
+        for mp in found:
+            old = merged.get((mp.path, mp.found_by))
+            merged[(mp.path, mp.found_by)] = (
+                mp if old is None else replace(old, weight=old.weight + mp.weight)
+            )
+    return sorted(merged.values(), key=lambda mp: -mp.weight)
 
 
 # --- 2. before or after it -------------------------------------------------------------------
@@ -94,18 +130,26 @@ def _same_function(a: str, b: str) -> bool:
     return split_frame(a) == split_frame(b)
 
 
-def relation(py: Stack, path: Stack) -> tuple[str, int]:
+def relation(py: Stack, path: Stack, frames: FrameRules | None = None) -> tuple[str, int]:
     """How a stack's Python frames ``py`` relate to one model path: ("pre" | "post", depth)
     where they leave it in the same function at another line; ("model", depth) where they
     are the path itself (the call's own line); ("line", depth) where they go on from a frame
-    of the path into another call made on the same line; ("", 0) where they share no frame.
-    ``depth`` is how many frames they share: the deepest relation is the most specific."""
+    of the path into another call made on the same line; ("", 0) where they share no frame,
+    or part where the serving machinery does (``frames.is_serving``: a worker pool's loop is
+    not the handler). ``depth`` is how many frames they share: the deepest relation is the
+    most specific."""
     k = 0
     while k < len(py) and k < len(path) and py[k] == path[k]:
         k += 1
     if k == len(path) and k == len(py):
         return "model", k
-    if k < len(py) and k < len(path) and _same_function(py[k], path[k]):
+    if frames is not None and k < len(path) and frames.is_serving(path[k]):
+        return "", 0
+    same_function = k < len(py) and k < len(path) and _same_function(py[k], path[k])
+    dispatching = frames is not None and 0 < k <= len(path) and frames.is_serving(path[k - 1])
+    if dispatching and not same_function:  # another call on a dispatching line: the server's
+        return "", 0
+    if same_function:
         a, b = frame_line(py[k]), frame_line(path[k])
         if a is not None and b is not None and a != b:
             return ("pre" if a < b else "post"), k + 1
@@ -117,12 +161,15 @@ def relation(py: Stack, path: Stack) -> tuple[str, int]:
     return "line", k
 
 
-def placement(py: Stack, paths: list[ModelPath]) -> tuple[str, Stack]:
-    """Where a stack sits against a thread's model paths: "pre", "post", "model", "line"
-    (a call on a model call's own line: the line's frames are returned) or ""."""
-    best, depth, line = "", 0, ()
+def placement(
+    py: Stack, paths: list[ModelPath], frames: FrameRules | None = None
+) -> tuple[str, Stack]:
+    """Where a stack sits against the model paths: "pre", "post", "model", "line" (a call
+    on a model call's own line: the line's frames are returned) or ""."""
+    best, depth = "", 0
+    line: Stack = ()
     for mp in paths:  # heaviest first: on a tie the heavier call decides
-        rel, d = relation(py, mp.path)
+        rel, d = relation(py, mp.path, frames)
         if d > depth:
             best, depth = rel, d
             line = mp.path[:d] if rel == "line" else ()
@@ -138,18 +185,21 @@ def place_sample(s: OnCpuSample, structure: Structure, frames: FrameRules) -> On
         if stage is not None:
             return replace(s, category=stage, how="name")
         return replace(s, category=frames.inference_category(s.stack), how="structure")
-    paths = structure.paths.get(s.tid)
-    if paths:
-        py = tuple(f for f in s.stack if not is_native_frame(f))
-        where, line = placement(py, paths)
+    py = tuple(f for f in s.stack if not is_native_frame(f))
+    if py and frames.wait_kind(py[-1]) is not None:
+        return s  # waiting for work, a lock or I/O is no stage (on a CPU: a spin, a stale join)
+    if structure.calls:
+        where, line = placement(py, structure.calls, frames)
         if where == "line":
             where = structure.same_line.get((s.tid, line), "")
         if where == "model":
             return replace(s, category=frames.inference_category(s.stack), how="structure")
         if where in ("pre", "post"):
             return replace(s, category=_stage(where, s, frames), how="structure")
-        return s
-    if s.tid in structure.feeders and s.category != "serialisation":
+        if s.tid in structure.paths:
+            return s
+    serving = bool(py) and frames.is_serving(py[-1])
+    if s.tid in structure.feeders and s.category != "serialisation" and not serving:
         return replace(s, category="preprocess", how="structure")
     return s
 
@@ -171,16 +221,16 @@ def same_line_order(ctx: Context, structure: Structure) -> dict[tuple[int, Stack
     iv, stacks = ctx.data.py_intervals, ctx.data.py_stacks
     lines: set[tuple[int, Stack]] = set()
     for s in ctx.oncpu:
-        paths = structure.paths.get(s.tid)
-        if paths and ctx.frames.model_call(s.stack) is None:
-            where, line = placement(tuple(f for f in s.stack if not is_native_frame(f)), paths)
+        if structure.calls and ctx.frames.model_call(s.stack) is None:
+            py = tuple(f for f in s.stack if not is_native_frame(f))
+            where, line = placement(py, structure.calls, ctx.frames)
             if where == "line":
                 lines.add((s.tid, line))
     out: dict[tuple[int, Stack], str] = {}
     if iv is None or iv.empty or not lines:
         return out
     for tid, line in sorted(lines):
-        towards = _towards_model(line, structure.paths[tid])
+        towards = _towards_model(line, structure.calls)
         mine = iv[iv["tid"] == tid].sort_values("start")
         kinds = np.array(
             [_through(stacks.get(int(i), ()), line, towards) for i in mine["stack_id"]]
@@ -274,14 +324,15 @@ def feeders(ctx: Context, structure: Structure) -> dict[int, str]:
             if hit:
                 handoff[sid] = hit
         seen = iv[iv["stack_id"].isin(list(handoff)) & ~iv["tid"].isin(model_tids)]
-        for tid, grp in seen.groupby("tid"):
-            site = handoff[int(grp["stack_id"].iloc[0])]
-            out[int(tid)] = f"hands work over at {site}"
+        first = seen.groupby("tid")["stack_id"].first()
+        for tid, sid in zip(first.index.to_numpy(), first.to_numpy(), strict=True):
+            out[int(tid)] = f"hands work over at {handoff[int(sid)]}"
     fx = ctx.futex
     if fx is not None and not fx.empty and "waker" in fx:
         woken = fx[(fx["kind"] == "condition") & fx["tid"].isin(model_tids) & fx["waker"].notna()]
         py_tids = data.python_tids
-        for waker, n in woken.groupby("waker").size().items():
+        sizes = woken.groupby("waker").size()
+        for waker, n in zip(sizes.index.to_numpy(), sizes.to_numpy(), strict=True):
             w = int(waker)
             if w in model_tids or w in out or w not in py_tids or n < FEEDER_WAKES:
                 continue
