@@ -344,18 +344,19 @@ class FrameRules:
 
     def serves_client(self, stack: Stack) -> bool:
         """Is the code that asked for this socket wait a server's (``[waits] client``)?
-        The leaf-most Python frame outside the socket modules decides."""
+        The code that asked (the leaf-most Python frame outside the socket modules) decides:
+        a server module's frame, or the request handler the server module called (its
+        ``handle``/``do_POST`` reading the request from its own connection); a call the
+        handler makes further down (a client library, the app's own client) is a dependency's."""
         m = self.waits.get("client")
-        if m is None:
+        py = [f for f in stack if not is_native_frame(f)]
+        caller = waiting_caller(stack)
+        if m is None or not caller:
             return False
-        for frame in reversed(stack):
-            if is_native_frame(frame):
-                continue
-            n, f = split_frame(frame)
-            if f.endswith(_SOCKET_MODULES):
-                continue
-            return m.matches(n, f)
-        return False
+        if m.matches(*split_frame(caller)):
+            return True
+        at = len(py) - 1 - py[::-1].index(caller)
+        return at > 0 and m.matches(*split_frame(py[at - 1]))
 
     def pool_of(self, frames: list[str]) -> Pool | None:
         """The pool whose libraries most of ``frames`` (native frames) are in."""
@@ -403,6 +404,18 @@ class FrameRules:
 
 #: files of the modules a socket read or write goes through on its way to the kernel
 _SOCKET_MODULES = ("socket.py", "ssl.py", "selectors.py", "io.py", "_pyio.py")
+
+
+def waiting_caller(stack: Stack) -> str:
+    """The code that asked for a wait: the leaf-most Python frame outside the modules a
+    socket read or write goes through (socket.py, ssl.py, selectors.py, io.py); "" if none."""
+    for frame in reversed(stack):
+        if is_native_frame(frame):
+            continue
+        if split_frame(frame)[1].endswith(_SOCKET_MODULES):
+            continue
+        return frame
+    return ""
 
 
 def _pools(tf: TomlFile, path: Path) -> tuple[list[Pool], _Matcher]:

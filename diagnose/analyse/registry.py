@@ -189,6 +189,25 @@ CATALOGUE: tuple[MetricDef, ...] = (
         "idle_share", "share", "proc", "Idle time (sleeping, waiting for work) / all thread time."
     ),
     _def(
+        "idle_share_client",
+        "share",
+        "proc,pyspy",
+        "Share of idle time spent waiting for the service's own clients: a server thread reading the next request on a kept-alive connection, or writing a response a client reads slowly (a socket wait on behalf of http.server, socketserver, gunicorn, uvicorn, h11, werkzeug, ...: rules/frames.toml [waits] client). Client-bound, not a dependency.",
+    ),
+    _def(
+        "io_wait_top_frame",
+        "text",
+        "proc,pyspy",
+        "The code that asked for the most I/O wait: the leaf-most Python frame outside the socket modules (socket.py, ssl.py, selectors.py, io.py), e.g. the HTTP or database client call. The dependency's address is not recorded by this capture.",
+        kind="text",
+    ),
+    _def(
+        "io_wait_top_frame_share",
+        "share",
+        "proc,pyspy",
+        "Share of the I/O wait time spent at io_wait_top_frame.",
+    ),
+    _def(
         "busy_threads_mean",
         "threads",
         "proc",
