@@ -249,8 +249,10 @@ class FrameRules:
 
     @property
     def names(self) -> list[str]:
+        """Every on-CPU category: the file's, "spin" (a native pool's wait loops, placed by
+        analyse/pools.py where pools are defined) and "other"."""
         out = [c.name for c in self.categories]
-        return [*out, "other"]
+        return [*out, *(["spin"] if self.pools else []), "other"]
 
     @property
     def stage_names(self) -> list[str]:

@@ -31,7 +31,7 @@ from diagnose.analyse.model import (
 from diagnose.formats.stacks import Stack, ThreadFrame
 
 #: on-CPU categories only native frames can reveal: without perf they are not measured
-NATIVE_CATEGORIES = ("compute", "memory", "allocator")
+NATIVE_CATEGORIES = ("compute", "memory", "allocator", "spin")
 #: the categories inside the model
 INFERENCE_CATEGORIES = ("compute", "memory", "model")
 

@@ -24,6 +24,7 @@ from diagnose.analyse import (
     host,
     locks,
     oncpu,
+    pools,
     sched,
     stages,
     threads,
@@ -50,6 +51,8 @@ STEPS: tuple[Step, ...] = (
     # on-CPU time and stages: samples by name, placed by call structure, then summed
     oncpu.oncpu_samples,
     stages.stages,
+    # native thread pools: their threads, CPU and spin (spin samples become "spin")
+    pools.pools,
     oncpu.oncpu_shares,
     # who holds the GIL
     gil.gil_holders,

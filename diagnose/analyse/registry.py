@@ -482,6 +482,40 @@ CATALOGUE: tuple[MetricDef, ...] = (
         "The leaf function with most on-CPU samples.",
         kind="text",
     ),
+    # --- native thread pools ---
+    _def(
+        "pool_threads",
+        "threads",
+        "perf",
+        "Threads without Python frames that belong to a native pool (OpenBLAS, OpenMP, MKL, onnxruntime, torch): most of their on-CPU native frames are in its libraries (rules/frames.toml [[pool]]).",
+    ),
+    _def(
+        "pool_cpu_share",
+        "share",
+        "perf",
+        "Share of on-CPU samples on native pool threads.",
+    ),
+    _def(
+        "oncpu_share_spin",
+        "share",
+        "perf",
+        "Share of on-CPU samples spinning in a native pool's wait loops (blas_thread_server, exec_blas, gomp barriers, kmp waits, sched_yield), in pool threads or in the application threads that started the parallel region: CPU spent waiting, not computing.",
+        better="lower",
+    ),
+    _def(
+        "pool_name",
+        "text",
+        "perf",
+        "The native pool with the most on-CPU and spin time.",
+        kind="text",
+    ),
+    _def(
+        "pool_size_fix",
+        "text",
+        "perf",
+        "The setting that sizes that pool, with the value that fits the cores for the application threads (intra_op_suggestion), e.g. OPENBLAS_NUM_THREADS=1.",
+        kind="text",
+    ),
     # --- stages by call structure ---
     _def(
         "oncpu_share_placed",
