@@ -199,6 +199,19 @@ MANIFEST = Obj(
                 "followed_from": Opt(INT),
                 "siblings": _INTS,
                 "note": STR,
+                "selection": STR,
+                "processes": ListOf(
+                    Obj(
+                        {
+                            "pid": INT,
+                            "comm": STR,
+                            "cmdline": _STRS,
+                            "is_python": BOOL,
+                            "python_version": Opt(STR),
+                        }
+                    )
+                ),
+                "left_out": ListOf(Obj({"pid": INT, "comm": STR, "why": STR})),
             }
         ),
         "host": Obj({"hostname": STR, "logical_cpus": Opt(INT)}),
@@ -238,6 +251,14 @@ MANIFEST = Obj(
     }
 )
 
+_PYTHON = Obj(
+    {
+        "is_python": BOOL,
+        "version": Opt(STR),
+        "elf": Opt(STR),
+        "runtime": Opt(Obj({"start": STR, "end": STR})),
+    }
+)
 SYSTEM = Obj(
     {
         "host": DictOf(ANY),
@@ -257,16 +278,11 @@ SYSTEM = Obj(
                 "quota_cores": Opt(NUM),
             }
         ),
-        "python": Obj(
-            {
-                "is_python": BOOL,
-                "version": Opt(STR),
-                "elf": Opt(STR),
-                "runtime": Opt(Obj({"start": STR, "end": STR})),
-            }
-        ),
+        "python": _PYTHON,
         "libraries": DictOf(_STRS),
         "env": DictOf(STR),
+        # a capture of several processes: the same facts per process, by PID
+        "processes": DictOf(Obj({"python": _PYTHON, "libraries": DictOf(_STRS)})),
     }
 )
 
