@@ -200,17 +200,6 @@ MANIFEST = Obj(
                 "siblings": _INTS,
                 "note": STR,
                 "selection": STR,
-                "processes": ListOf(
-                    Obj(
-                        {
-                            "pid": INT,
-                            "comm": STR,
-                            "cmdline": _STRS,
-                            "is_python": BOOL,
-                            "python_version": Opt(STR),
-                        }
-                    )
-                ),
                 "left_out": ListOf(Obj({"pid": INT, "comm": STR, "why": STR})),
             }
         ),
@@ -251,14 +240,6 @@ MANIFEST = Obj(
     }
 )
 
-_PYTHON = Obj(
-    {
-        "is_python": BOOL,
-        "version": Opt(STR),
-        "elf": Opt(STR),
-        "runtime": Opt(Obj({"start": STR, "end": STR})),
-    }
-)
 SYSTEM = Obj(
     {
         "host": DictOf(ANY),
@@ -278,11 +259,16 @@ SYSTEM = Obj(
                 "quota_cores": Opt(NUM),
             }
         ),
-        "python": _PYTHON,
+        "python": Obj(
+            {
+                "is_python": BOOL,
+                "version": Opt(STR),
+                "elf": Opt(STR),
+                "runtime": Opt(Obj({"start": STR, "end": STR})),
+            }
+        ),
         "libraries": DictOf(_STRS),
         "env": DictOf(STR),
-        # a capture of several processes: the same facts per process, by PID
-        "processes": DictOf(Obj({"python": _PYTHON, "libraries": DictOf(_STRS)})),
     }
 )
 

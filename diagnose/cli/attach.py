@@ -37,7 +37,6 @@ def attach(
     false_sharing: bool,
     max_bundle_mb: int,
     follow: bool,
-    workers: str,
     formats: str,
     rules_dirs: tuple[Path, ...],
     as_json: bool,
@@ -47,15 +46,7 @@ def attach(
     Ctrl-C ends the capture early and still writes a complete bundle.
     """
     options = make_options(
-        duration,
-        rate,
-        proc_rate,
-        native,
-        nonblocking,
-        collectors,
-        max_bundle_mb,
-        false_sharing,
-        workers,
+        duration, rate, proc_rate, native, nonblocking, collectors, max_bundle_mb, false_sharing
     )
     fmts = parse_formats(formats)
     progress = Progress()

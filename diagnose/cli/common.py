@@ -10,7 +10,6 @@ import click
 
 from diagnose.collect.base import CaptureOptions
 from diagnose.collect.registry import COLLECTORS, parse_collectors, with_collector
-from diagnose.collect.selection import MAX_PROCESSES, parse_workers
 from diagnose.collect.session import CaptureResult
 from diagnose.errors import ExitCode, OutputError, UsageError
 from diagnose.escape import term
@@ -114,8 +113,7 @@ def capture_options(f):  # type: ignore[no-untyped-def]
 
 
 def after_capture_options(f):  # type: ignore[no-untyped-def]
-    """--follow, --workers, --format, --rules and --json: what attach and run share after the
-    capture."""
+    """--follow, --format, --rules and --json: what attach and run share after the capture."""
     opts = [
         click.option(
             "--follow/--no-follow",
@@ -123,17 +121,8 @@ def after_capture_options(f):  # type: ignore[no-untyped-def]
             show_default=True,
             help="When the process only supervises others (a shell or exec wrapper, a "
             "gunicorn/uvicorn/celery/torchrun master, a multiprocessing parent whose children "
-            "run its program), capture the service's processes instead; a process that "
-            "serves itself is kept, its helper children are left out (docs/playbook.md).",
-        ),
-        click.option(
-            "--workers",
-            default="all",
-            show_default=True,
-            metavar="all|busiest|PID,...",
-            help=f"Which of a pre-fork server's workers to capture: all of them (at most "
-            f"{MAX_PROCESSES}, the busiest first), the busiest one, or the PIDs given (each the "
-            "PID or one under it). One bundle, one verdict for the service.",
+            "run its program), capture its busiest worker instead; a process that serves "
+            "itself is kept, its helper children are left out (docs/playbook.md).",
         ),
         click.option(
             "--format",
@@ -164,14 +153,9 @@ def make_options(
     collectors: str | None,
     max_bundle_mb: int,
     false_sharing: bool = False,
-    workers: str = "all",
 ) -> CaptureOptions:
     if max_bundle_mb < 1:
         raise UsageError(f"--max-bundle-mb must be at least 1 (MiB), not {max_bundle_mb}")
-    try:
-        choice = parse_workers(workers)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
     names = parse_collectors(collectors)
     if false_sharing:
         names = with_collector(names, "false_sharing")
@@ -184,7 +168,6 @@ def make_options(
         nonblocking=nonblocking,
         collectors=names,
         max_bundle_bytes=max_bundle_mb * 1024 * 1024,
-        workers=choice,
     )
 
 

@@ -54,7 +54,6 @@ def run(
     warmup: float,
     grace: float,
     follow: bool,
-    workers: str,
     formats: str,
     rules_dirs: tuple[Path, ...],
     as_json: bool,
@@ -74,15 +73,7 @@ def run(
     Give a command that ends by itself more run time than --warmup + --duration.
     """
     options = make_options(
-        duration,
-        rate,
-        proc_rate,
-        native,
-        nonblocking,
-        collectors,
-        max_bundle_mb,
-        false_sharing,
-        workers,
+        duration, rate, proc_rate, native, nonblocking, collectors, max_bundle_mb, false_sharing
     )
     fmts = parse_formats(formats)
     progress = Progress()

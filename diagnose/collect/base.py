@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
 from diagnose.bundle.writer import BundleWriter
-from diagnose.collect.selection import WorkerChoice
 from diagnose.collect.target import Target
 
 
@@ -35,8 +34,6 @@ class CaptureOptions:
     collectors: tuple[str, ...] | None = None  # None: all that this host supports
     max_bundle_bytes: int = 1024 * 1024 * 1024  # the disk budget of one bundle
     min_free_bytes: int = 256 * 1024 * 1024  # stop before the disk holds less than this
-    #: which of a pre-fork server's workers to capture: all (bounded), the busiest, or PIDs
-    workers: WorkerChoice = field(default_factory=WorkerChoice)
 
 
 @dataclass
@@ -52,21 +49,6 @@ class CaptureContext:
     target_exited: threading.Event = field(default_factory=threading.Event)
     stop_reason: str = ""  # why the capture was stopped early, when a collector stopped it
     ended_at: float | None = None  # monotonic time the capture window closed (set by the session)
-
-    @property
-    def processes(self) -> tuple[Target, ...]:
-        """Every process the collectors cover: the target, then the service's other workers
-        (a pre-fork server's). One process for most captures."""
-        return self.target.processes
-
-    @property
-    def pids(self) -> tuple[int, ...]:
-        return tuple(p.pid for p in self.processes)
-
-    @property
-    def several(self) -> bool:
-        """More than one process: tables then carry a ``pid`` column (docs/bundle.md)."""
-        return len(self.target.workers) > 0
 
     def window(self) -> float:
         """Length of the capture window in seconds (so far, while it is open)."""

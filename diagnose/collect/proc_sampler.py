@@ -26,7 +26,6 @@ from diagnose.collect.base import CaptureContext, Collector
 from diagnose.collect.child import live_children
 from diagnose.collect.procfs import (
     CLK_TCK,
-    Stat,
     parse_proc_stat_cpus,
     parse_sched_migrations,
     parse_schedstat,
@@ -70,10 +69,6 @@ PROCESS_COLUMNS = [
     "tool_cpu_s",  # CPU seconds used by diagnose itself and its helpers (py-spy, perf), cumulative
 ]
 CPU_COLUMNS = ["t", "cpu", "busy_jiffies", "total_jiffies"]
-#: a capture of several processes (a pre-fork server's workers): proc/threads.csv gets a
-#: ``pid`` column, proc/process.csv holds the sums over them (the service), and
-#: proc/processes.csv one row per process per tick
-PER_PROCESS_COLUMNS = ["t", "pid", "threads", "rss_bytes", "minflt", "majflt", "utime", "stime"]
 
 _SLOW_EVERY = 5  # status and sched are read every 5th tick
 _FAST_FILES = ("stat", "schedstat", "syscall", "wchan")
@@ -82,11 +77,10 @@ _FAST_FILES = ("stat", "schedstat", "syscall", "wchan")
 class _ThreadFiles:
     """Open descriptors of one thread's /proc files, re-read with pread."""
 
-    __slots__ = ("fds", "pid", "tid")
+    __slots__ = ("fds", "tid")
 
-    def __init__(self, base: str, tid: int, pid: int) -> None:
+    def __init__(self, base: str, tid: int) -> None:
         self.tid = tid
-        self.pid = pid
         self.fds: dict[str, int] = {}
         for name in _FAST_FILES:
             try:
@@ -150,11 +144,9 @@ class ProcSampler(Collector):
         self.started_at = 0.0
         self.ended_at = 0.0
         self._helper_cpu: dict[int, float] = {}
-        self.exited: dict[int, float] = {}  # PID -> when it was found gone (several processes)
-        self._last: dict[int, tuple[int, ...]] = {}  # PID -> its counters at the last tick
 
     def probe(self, ctx: CaptureContext) -> str | None:
-        if not any(os.path.isdir(f"/proc/{pid}/task") for pid in ctx.pids):
+        if not os.path.isdir(f"/proc/{ctx.target.pid}/task"):
             return "/proc is not available for the target (not Linux, or /proc not mounted)"
         return None
 
@@ -185,18 +177,17 @@ class ProcSampler(Collector):
             self.error = f"internal error: {type(exc).__name__}: {exc}"
 
     def _loop(self, ctx: CaptureContext) -> None:
+        pid = ctx.target.pid
+        base = f"/proc/{pid}/task"
         period = 1.0 / ctx.options.proc_rate
         w = ctx.writer
         files: dict[int, _ThreadFiles] = {}
         no_fd_tids: set[int] = set()
-        columns = [*THREAD_COLUMNS, "pid"] if ctx.several else THREAD_COLUMNS
-        with contextlib.ExitStack() as stack:
-            tw = stack.enter_context(w.open_rows("proc/threads.csv", columns))
-            pw = stack.enter_context(w.open_rows("proc/process.csv", PROCESS_COLUMNS))
-            cw = stack.enter_context(w.open_rows("proc/cpus.csv", CPU_COLUMNS))
-            qw = None
-            if ctx.several:
-                qw = stack.enter_context(w.open_rows("proc/processes.csv", PER_PROCESS_COLUMNS))
+        with (
+            w.open_rows("proc/threads.csv", THREAD_COLUMNS) as tw,
+            w.open_rows("proc/process.csv", PROCESS_COLUMNS) as pw,
+            w.open_rows("proc/cpus.csv", CPU_COLUMNS) as cw,
+        ):
             self.started_at = ctx.elapsed()
             next_tick = time.monotonic()
             try:
@@ -213,10 +204,9 @@ class ProcSampler(Collector):
                         next_tick += missed * period
                     next_tick += period
                     t = round(now - ctx.t0, 4)
-                    alive = self._tick(ctx, t, files, no_fd_tids, tw, pw, cw, qw)
-                    for rows in (tw, pw, cw, qw):  # whole ticks only, even on a full disk
-                        if rows is not None:
-                            rows.commit()
+                    alive = self._tick(ctx, t, base, files, no_fd_tids, tw, pw, cw)
+                    for rows in (tw, pw, cw):  # whole ticks only, even on a full disk
+                        rows.commit()
                     if not alive:
                         self.ended_early = True
                         ctx.target_exited.set()
@@ -230,49 +220,49 @@ class ProcSampler(Collector):
         self,
         ctx: CaptureContext,
         t: float,
+        base: str,
         files: dict[int, _ThreadFiles],
         no_fd_tids: set[int],
         tw: Any,
         pw: Any,
         cw: Any,
-        qw: Any,
     ) -> bool:
-        """One tick over every process; False once none of them is left."""
-        slow = self.ticks % _SLOW_EVERY == 0
-        threads = 0
-        live: list[tuple[int, Stat]] = []
-        for pid in ctx.pids:
-            if pid in self.exited:
-                continue
-            counted = self._process_tick(ctx, pid, t, slow, files, no_fd_tids, tw)
-            if counted is None:
-                self.exited[pid] = t
-                continue
-            n, ps = counted
-            threads += n
-            live.append((pid, ps))
-        if not live:
+        pid = ctx.target.pid
+        try:
+            tids = [int(x) for x in os.listdir(base)]
+        except OSError:
             return False
-        self.max_threads = max(self.max_threads, threads)
-        page = os.sysconf("SC_PAGE_SIZE")
-        for pid, ps in live:
-            self._last[pid] = (ps.minflt, ps.majflt, ps.utime, ps.stime)
-            if qw is not None:
-                qw.writerow([t, pid, ps.num_threads, ps.rss_pages * page, ps.minflt, ps.majflt,
-                             round(ps.utime / CLK_TCK, 3), round(ps.stime / CLK_TCK, 3)])  # fmt: skip
-        # the service's counters: cumulative ones keep an exited process's last values
-        minflt, majflt, utime, stime = (sum(c) for c in zip(*self._last.values(), strict=True))
+        if not tids:
+            return False
+        slow = self.ticks % _SLOW_EVERY == 0
+        current = set(tids)
+        for gone in [tid for tid in files if tid not in current]:
+            files.pop(gone).close()
+        self.max_threads = max(self.max_threads, len(tids))
+        for tid in tids:
+            self.threads_seen.add(tid)
+            row = self._thread_row(base, tid, t, slow, files, no_fd_tids)
+            if row is not None:
+                tw.writerow(row)
+                self.rows += 1
+        # process-wide row
+        pstat_text = _read_file(f"/proc/{pid}/stat")
+        if pstat_text is None:
+            return False
+        ps = parse_stat(pstat_text)
+        if ps.state in ("Z", "X"):
+            return False
         load = (_read_file("/proc/loadavg") or "").split()
         running, _, tasks = (load[3] if len(load) > 3 else "/").partition("/")
         pw.writerow(
             [
                 t,
-                sum(ps.num_threads for _, ps in live),
-                sum(ps.rss_pages for _, ps in live) * page,
-                minflt,
-                majflt,
-                round(utime / CLK_TCK, 3),
-                round(stime / CLK_TCK, 3),
+                ps.num_threads,
+                ps.rss_pages * os.sysconf("SC_PAGE_SIZE"),
+                ps.minflt,
+                ps.majflt,
+                round(ps.utime / CLK_TCK, 3),
+                round(ps.stime / CLK_TCK, 3),
                 load[0] if load else "",
                 running,
                 tasks,
@@ -285,42 +275,6 @@ class ProcSampler(Collector):
                 cw.writerow([t, cpu, busy, total])
         self.ticks += 1
         return True
-
-    def _process_tick(
-        self,
-        ctx: CaptureContext,
-        pid: int,
-        t: float,
-        slow: bool,
-        files: dict[int, _ThreadFiles],
-        no_fd_tids: set[int],
-        tw: Any,
-    ) -> tuple[int, Stat] | None:
-        """Write one row per thread of ``pid``; (its thread count, its process-wide stat),
-        or None when it is gone."""
-        base = f"/proc/{pid}/task"
-        try:
-            tids = [int(x) for x in os.listdir(base)]
-        except OSError:
-            return None
-        if not tids:
-            return None
-        current = set(tids)
-        for gone in [tid for tid, tf in files.items() if tf.pid == pid and tid not in current]:
-            files.pop(gone).close()
-        for tid in tids:
-            self.threads_seen.add(tid)
-            row = self._thread_row(pid, tid, t, slow, files, no_fd_tids)
-            if row is not None:
-                tw.writerow([*row, pid] if ctx.several else row)
-                self.rows += 1
-        pstat_text = _read_file(f"/proc/{pid}/stat")
-        if pstat_text is None:
-            return None
-        ps = parse_stat(pstat_text)
-        if ps.state in ("Z", "X"):
-            return None
-        return len(tids), ps
 
     def _tool_cpu(self) -> float:
         """What diagnose costs the host so far: this process (the sampler included) and its
@@ -340,18 +294,17 @@ class ProcSampler(Collector):
 
     def _thread_row(
         self,
-        pid: int,
+        base: str,
         tid: int,
         t: float,
         slow: bool,
         files: dict[int, _ThreadFiles],
         no_fd_tids: set[int],
     ) -> list[object] | None:
-        base = f"/proc/{pid}/task"
         tf = files.get(tid)
         if tf is None and tid not in no_fd_tids:
             try:
-                tf = _ThreadFiles(base, tid, pid)
+                tf = _ThreadFiles(base, tid)
                 files[tid] = tf
                 for name in _FAST_FILES:
                     if name not in tf.fds:
@@ -433,7 +386,7 @@ class ProcSampler(Collector):
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
-        files = ["proc/threads.csv", "proc/process.csv", "proc/cpus.csv", "proc/processes.csv"]
+        files = ["proc/threads.csv", "proc/process.csv", "proc/cpus.csv"]
         files = [f for f in files if ctx.writer.is_file(f)]
         details: dict[str, object] = {
             "rate_hz": ctx.options.proc_rate,
@@ -446,9 +399,6 @@ class ProcSampler(Collector):
         }
         if self.unreadable:
             details["unreadable"] = sorted(self.unreadable)
-        if ctx.several:
-            details["pids"] = list(ctx.pids)
-            details["exited"] = {str(p): round(t, 2) for p, t in self.exited.items()}
         if self.ticks == 0:
             reason = self.error or "the target exited before the first tick"
             return self.record(CollectorStatus.FAILED, reason, files, **details)
@@ -456,10 +406,6 @@ class ProcSampler(Collector):
             return self.record(
                 CollectorStatus.PARTIAL, f"stopped early: {self.error}", files, **details
             )
-        if self.exited and not self.ended_early:
-            gone = ", ".join(f"{p} at {t:.1f} s" for p, t in self.exited.items())
-            reason = f"process(es) of the service exited during the capture: {gone}"
-            return self.record(CollectorStatus.PARTIAL, reason, files, **details)
         if self.ended_early:
             return self.record(
                 CollectorStatus.PARTIAL,

@@ -34,6 +34,10 @@ TCP_WAITS = frozenset(
     {"sk_wait_data", "sk_stream_wait_memory", "inet_csk_accept", "inet_wait_for_connect",
      "sk_stream_wait_connect", "tcp_recvmsg", "tcp_recvmsg_locked"}
 )  # fmt: skip
+#: A generic wait channel: on recent kernels a blocking TCP receive shows here (measured on
+#: this host: the zoo's request threads blocked in recv on a TCP socket read
+#: ``wait_woken``); counted only when the thread's syscall is on a TCP socket.
+GENERIC_WAITS = frozenset({"wait_woken"})
 #: The wait channel of wait4()/waitid(): waiting for a child to exit.
 CHILD_WAIT = "do_wait"
 
@@ -85,6 +89,32 @@ def _tcp_address(hex_addr: str) -> str:
         return hex_addr
 
 
+def tcp_sockets(pid: int) -> set[int]:
+    """Inodes of every TCP socket in ``pid``'s network namespace (any state)."""
+    out: set[int] = set()
+    for name in ("tcp", "tcp6"):
+        for line in _read(f"/proc/{pid}/net/{name}").splitlines()[1:]:
+            f = line.split()
+            if len(f) > 9:
+                with contextlib.suppress(ValueError):
+                    out.add(int(f[9]))
+    return out
+
+
+def _syscall_on_tcp(pid: int, tid: str, tcp: set[int]) -> bool:
+    """The thread is in a system call whose first argument is a descriptor of a TCP socket
+    (recv, read, send, accept, connect take the descriptor first on every ABI)."""
+    fields = _read(f"/proc/{pid}/task/{tid}/syscall").split()
+    if len(fields) < 2 or not fields[0].isdigit():
+        return False  # running, or not readable
+    try:
+        fd = int(fields[1], 16)
+        link = os.readlink(f"/proc/{pid}/fd/{fd}")
+    except (ValueError, OSError):
+        return False
+    return link.startswith("socket:[") and int(link[8:-1]) in tcp
+
+
 def listening_sockets(pid: int) -> dict[int, str]:
     """Inode -> local address of every listening socket in ``pid``'s network namespace."""
     out: dict[int, str] = {}
@@ -124,6 +154,26 @@ def thread_waits(pid: int) -> list[str]:
     except OSError:
         return []
     return [_read(f"/proc/{pid}/task/{tid}/wchan").strip() for tid in tids]
+
+
+def request_threads(pid: int) -> int:
+    """Threads blocked on a TCP connection: a TCP wait channel, or a generic one while in a
+    system call on a TCP socket."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    tcp: set[int] | None = None
+    n = 0
+    for tid in tids:
+        wchan = _read(f"/proc/{pid}/task/{tid}/wchan").strip()
+        if wchan in TCP_WAITS:
+            n += 1
+        elif wchan in GENERIC_WAITS:
+            if tcp is None:
+                tcp = tcp_sockets(pid)
+            n += _syscall_on_tcp(pid, tid, tcp)
+    return n
 
 
 def _cpu_s(proc: psutil.Process) -> float | None:
@@ -199,7 +249,7 @@ def describe(
         threads=threads,
         listening=frozenset(held),
         ports=tuple(dict.fromkeys(listening[i] for i in held)),
-        request_threads=sum(1 for w in waits if w in TCP_WAITS),
+        request_threads=request_threads(pid),
         waits_for_child=bool(waits) and all(w == CHILD_WAIT for w in waits),
         cpu_cores=None if cpu_cores is None else round(cpu_cores, 3),
         children=children,

@@ -71,11 +71,8 @@ def pyspy_version(binary: str) -> str:
 class _ChunkedPySpy:
     """Runs py-spy in consecutive chunks until the deadline or a stop."""
 
-    def __init__(
-        self, name: str, argv_for: object, ctx: CaptureContext, suffix: str, pid: int
-    ) -> None:
+    def __init__(self, name: str, argv_for: object, ctx: CaptureContext, suffix: str) -> None:
         self.name = name
-        self.pid = pid
         self.argv_for = argv_for  # callable(seconds, output path) -> argv
         self.ctx = ctx
         self.suffix = suffix
@@ -138,28 +135,14 @@ class _ChunkedPySpy:
 
 
 class _PySpyBased(Collector):
-    """What both py-spy collectors share: a Python target, the py-spy binary, and one
-    runner per Python process captured (a py-spy each: measured here, two py-spy processes
-    on two workers used 0.62 CPU-s each per 10 s, one ``py-spy --subprocesses`` on their
-    parent 1.84-1.95 CPU-s; and --subprocesses would put every process's command line,
-    unredacted, into its output and sample the helpers too)."""
+    """What both py-spy collectors share: a Python target, the py-spy binary, a runner."""
 
     def __init__(self) -> None:
         self.binary: str | None = None
-        self.runners: list[_ChunkedPySpy] = []
-
-    @staticmethod
-    def python_pids(ctx: CaptureContext) -> list[int]:
-        return [p.pid for p in ctx.processes if p.is_python]
-
-    @staticmethod
-    def chunk_name(ctx: CaptureContext, base: str, pid: int) -> str:
-        """``trace`` for one process (the layout of single-process bundles), ``trace-PID``
-        for each of several."""
-        return f"{base}-{pid}" if ctx.several else base
+        self.runner: _ChunkedPySpy | None = None
 
     def probe(self, ctx: CaptureContext) -> str | None:
-        if not self.python_pids(ctx):
+        if not ctx.target.is_python:
             return (
                 f"PID {ctx.target.pid} ({ctx.target.comm}) is not a Python process: "
                 "no Python stacks (native stacks come from perf)"
@@ -171,13 +154,8 @@ class _PySpyBased(Collector):
         return None
 
     def stop(self) -> None:
-        for runner in self.runners:
-            runner.stop()
-
-    def join(self, timeout: float) -> None:
-        end = time.monotonic() + timeout
-        for runner in self.runners:
-            runner.join(max(0.1, end - time.monotonic()))
+        if self.runner is not None:
+            self.runner.stop()
 
 
 #: py-spy's rate is never lowered below this (samples per second per thread)
@@ -210,7 +188,7 @@ class PySpyCollector(_PySpyBased):
     rate = 100
     threads_at_start = 0
 
-    def _argv(self, ctx: CaptureContext, pid: int) -> object:
+    def _argv(self, ctx: CaptureContext) -> object:
         binary = self.binary
         assert binary is not None
         opts = ctx.options
@@ -220,7 +198,7 @@ class PySpyCollector(_PySpyBased):
                 binary,
                 "record",
                 "--pid",
-                str(pid),
+                str(ctx.target.pid),
                 "--threads",
                 "--idle",
                 "--rate",
@@ -241,26 +219,23 @@ class PySpyCollector(_PySpyBased):
         return argv
 
     def start(self, ctx: CaptureContext) -> None:
-        pids = self.python_pids(ctx)
-        # the budget is shared: threads of every process captured
-        self.threads_at_start = sum(_thread_count(pid) for pid in pids)
+        self.threads_at_start = _thread_count(ctx.target.pid)
         self.rate = pyspy_rate(
             ctx.options.rate, self.threads_at_start, ctx.options.pyspy_thread_budget
         )
-        for pid in pids:
-            name = self.chunk_name(ctx, "trace", pid)
-            self.runners.append(_ChunkedPySpy(name, self._argv(ctx, pid), ctx, "json", pid))
-        for runner in self.runners:
-            runner.start()
+        self.runner = _ChunkedPySpy("trace", self._argv(ctx), ctx, "json")
+        self.runner.start()
 
     def progress(self) -> str:
-        if not self.runners:
+        r = self.runner
+        if r is None:
             return ""
-        alive = any(r.thread.is_alive() for r in self.runners)
-        return f"py-spy {'running' if alive else 'done'}"
+        return f"py-spy {'running' if r.thread.is_alive() else 'done'}"
 
     def finish(self, ctx: CaptureContext, timeout: float) -> CollectorRecord:
-        self.join(timeout)
+        runner = self.runner
+        assert runner is not None
+        runner.join(timeout)
         mode = (
             "native (blocking)"
             if ctx.options.native
@@ -269,11 +244,9 @@ class PySpyCollector(_PySpyBased):
         details: dict[str, object] = {
             "mode": mode,
             "rate_hz": self.rate,
-            "chunks": sum(len(r.chunks) for r in self.runners),
+            "chunks": len(runner.chunks),
             "py_spy": pyspy_version(self.binary or "py-spy"),
         }
-        if ctx.several:
-            details["pids"] = [r.pid for r in self.runners]
         if self.rate != ctx.options.rate:
             details["rate_note"] = (
                 f"lowered from {ctx.options.rate} Hz: {self.threads_at_start} threads at the "
@@ -283,35 +256,31 @@ class PySpyCollector(_PySpyBased):
         problems: list[str] = []
         samples_total = 0
         errors_total = 0
-        coverage: list[float] = []  # per process: the least covered one counts
-        for runner in self.runners:
-            covered = 0.0
-            for rel, spawn_t, _end_t, rc, stderr in runner.chunks:
-                samples, errors = parse_summary(stderr)
-                samples_total += samples or 0
-                errors_total += errors or 0
-                if not ctx.writer.is_file(rel) or ctx.writer.size_of(rel) == 0:
-                    problems.append(
-                        explain_failure(stderr, runner.pid)
-                        if stderr
-                        else f"py-spy exited with {rc}"
-                    )
-                    continue
-                try:  # one chunk (at most CHUNK_SECONDS) in memory at a time
-                    events = json.loads(ctx.writer.read_text(rel))
-                    chunk_iv, chunk_names = chrometrace_intervals(events, offset=spawn_t)
-                except (json.JSONDecodeError, FormatError, OSError, RecursionError) as exc:
-                    problems.append(f"{rel}: unreadable py-spy output ({exc})")
-                    continue
-                del events
-                tables.add(chunk_iv, chunk_names)
-                if chunk_iv:  # the time py-spy really sampled, start-up excluded
-                    covered += max(i.end for i in chunk_iv) - min(i.start for i in chunk_iv)
-            coverage.append(covered)
-        covered = min(coverage) if coverage else 0.0
+        covered = 0.0
+        for rel, spawn_t, _end_t, rc, stderr in runner.chunks:
+            samples, errors = parse_summary(stderr)
+            samples_total += samples or 0
+            errors_total += errors or 0
+            if not ctx.writer.is_file(rel) or ctx.writer.size_of(rel) == 0:
+                problems.append(
+                    explain_failure(stderr, ctx.target.pid)
+                    if stderr
+                    else f"py-spy exited with {rc}"
+                )
+                continue
+            try:  # one chunk (at most CHUNK_SECONDS) in memory at a time
+                events = json.loads(ctx.writer.read_text(rel))
+                chunk_iv, chunk_names = chrometrace_intervals(events, offset=spawn_t)
+            except (json.JSONDecodeError, FormatError, OSError, RecursionError) as exc:
+                problems.append(f"{rel}: unreadable py-spy output ({exc})")
+                continue
+            del events
+            tables.add(chunk_iv, chunk_names)
+            if chunk_iv:  # the time py-spy really sampled, start-up excluded
+                covered += max(i.end for i in chunk_iv) - min(i.start for i in chunk_iv)
         details["samples"] = samples_total
         details["sample_errors"] = errors_total
-        files = [c[0] for r in self.runners for c in r.chunks if ctx.writer.is_file(c[0])]
+        files = [c[0] for c in runner.chunks if ctx.writer.is_file(c[0])]
         if not tables.intervals:
             tables.discard()
             reason = problems[0] if problems else "py-spy recorded no samples"
@@ -409,7 +378,7 @@ class PythonTables:
                     (tid, self.names.get(tid, ""), self._thread_intervals(tid))
                     for tid in sorted(self.spans)
                 ),
-                name=f"Python stacks of PID {', '.join(map(str, self.ctx.pids))}",
+                name=f"Python stacks of PID {self.ctx.target.pid}",
             ),
         )
         return [
@@ -443,49 +412,40 @@ class GilCollector(_PySpyBased):
         binary = self.binary
         assert binary is not None
 
-        def argv_for(pid: int) -> object:
-            def argv(seconds: int, out: Path) -> list[str]:
-                return [
-                    binary, "record", "--pid", str(pid), "--threads", "--gil", "--full-filenames",
-                    "--nonblocking", "--rate", str(ctx.options.rate), "--duration", str(seconds),
-                    "--format", "raw", "--output", str(out),
-                ]  # fmt: skip
+        def argv(seconds: int, out: Path) -> list[str]:
+            return [
+                binary, "record", "--pid", str(ctx.target.pid), "--threads", "--gil", "--full-filenames",
+                "--nonblocking", "--rate", str(ctx.options.rate), "--duration", str(seconds),
+                "--format", "raw", "--output", str(out),
+            ]  # fmt: skip
 
-            return argv
-
-        for pid in self.python_pids(ctx):
-            name = self.chunk_name(ctx, "gil", pid)
-            self.runners.append(_ChunkedPySpy(name, argv_for(pid), ctx, "folded", pid))
-        for runner in self.runners:
-            runner.start()
+        self.runner = _ChunkedPySpy("gil", argv, ctx, "folded")
+        self.runner.start()
 
     def finish(self, ctx: CaptureContext, timeout: float) -> CollectorRecord:
-        self.join(timeout)
+        runner = self.runner
+        assert runner is not None
+        runner.join(timeout)
         rows: list[tuple[tuple[str, ...], float]] = []
         samples_total = 0
         problems = []
         files = []
-        ran = float("inf")  # the least time any process was sampled
-        for runner in self.runners:
-            for rel, _s, _e, rc, stderr in runner.chunks:
-                samples, _errors = parse_summary(stderr)
-                if samples is None or not ctx.writer.is_file(rel):
-                    problems.append(
-                        explain_failure(stderr, runner.pid)
-                        if stderr
-                        else f"py-spy exited with {rc}"
-                    )
-                    continue
-                samples_total += samples
-                files.append(rel)
-                for tid, name, stack, count in parse_raw(ctx.writer.read_text(rel)):
-                    rows.append(((ThreadFrame(tid, name).format(), *stack), count))
-            ran = min(ran, sum(end - spawn for _r, spawn, end, _rc, _e in runner.chunks))
-        details: dict[str, object] = {"samples": samples_total, "rate_hz": ctx.options.rate}
-        if ctx.several:
-            details["pids"] = [r.pid for r in self.runners]
+        for rel, _s, _e, rc, stderr in runner.chunks:
+            samples, _errors = parse_summary(stderr)
+            if samples is None or not ctx.writer.is_file(rel):
+                problems.append(
+                    explain_failure(stderr, ctx.target.pid)
+                    if stderr
+                    else f"py-spy exited with {rc}"
+                )
+                continue
+            samples_total += samples
+            files.append(rel)
+            for tid, name, stack, count in parse_raw(ctx.writer.read_text(rel)):
+                rows.append(((ThreadFrame(tid, name).format(), *stack), count))
+        details = {"samples": samples_total, "rate_hz": ctx.options.rate}
         window = ctx.window()
-        ran = 0.0 if ran == float("inf") else ran
+        ran = sum(end - spawn for _r, spawn, end, _rc, _e in runner.chunks)
         if samples_total == 0 and not (problems or not files) and not covered_most(ran, window):
             problems.append(
                 f"py-spy --gil ran {ran:.1f} s of the {window:.1f} s window (a slow start on a "

@@ -28,13 +28,16 @@ Children that are never workers: ``multiprocessing``'s resource tracker and fork
 ``torch.compile``'s (inductor) compile workers, processes that are not Python, and
 children with a listening socket of their own (a server of their own: a feature store, a
 cache, a metrics endpoint). Every child left out is named with the reason.
+
+A capture covers one process: of several workers, :func:`one_process` keeps the busiest
+and names the others.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from diagnose.errors import TargetError
 
@@ -109,7 +112,7 @@ class LeftOut:
 class Selection:
     """The service's processes, how they were found, and who was left out and why."""
 
-    kind: str  # "service" | "wrapper" | "prefork" | "multiprocessing" | "given"
+    kind: str  # "service" | "wrapper" | "prefork" | "multiprocessing"
     workers: tuple[ProcInfo, ...]  # the processes to capture, in PID order
     why: str  # one sentence for the terminal, the manifest and the report
     left_out: tuple[LeftOut, ...] = ()
@@ -244,8 +247,7 @@ def _through_wrapper(
         return Selection("wrapper", tuple(candidates), why, tuple(left), (*via, root.pid))
     listing = "; ".join(f"{c.pid} {' '.join(c.cmdline)[:80]}" for c in candidates[:8])
     raise TargetError(
-        f"{what} whose children run different programs ({listing}): attach to one of them, "
-        "or name them with --workers PID,PID"
+        f"{what} whose children run different programs ({listing}): attach to the one to diagnose"
     )
 
 
@@ -274,8 +276,8 @@ def _prefork(
     if root.listening:
         what += f" (listening on {_ports(root)}, shared by its workers)"
     if not workers:
-        return _stay(root, f"{what} without workers: capturing the master", via, left)
-    why = f"{what}; capturing its {_count(workers, 'worker')}"
+        return _stay(root, f"{what} without workers: staying on the master", via, left)
+    why = f"{what}, with {_count(workers, 'worker')}"
     return Selection("prefork", tuple(workers), why, tuple(left), (*via, root.pid), root)
 
 
@@ -297,9 +299,9 @@ def _multiprocessing(
         return _stay(root, why, via, left)
     what = f"PID {root.pid} is a multiprocessing parent whose children run its program"
     if root.cpu_cores is not None and root.cpu_cores >= PARENT_BUSY_CORES:
-        why = f"{what}; it works itself ({root.cpu_cores:.2f} cores): capturing it and its {_count(workers, 'worker')}"
+        why = f"{what}; it works itself ({root.cpu_cores:.2f} cores): it and its {_count(workers, 'worker')} are the service"
         return Selection("multiprocessing", (root, *workers), why, tuple(left), via, root)
-    why = f"{what}; capturing its {_count(workers, 'worker')}"
+    why = f"{what}, with {_count(workers, 'worker')}"
     return Selection("multiprocessing", tuple(workers), why, tuple(left), (*via, root.pid), root)
 
 
@@ -332,82 +334,25 @@ def _count(items: list[ProcInfo], noun: str) -> str:
     return f"{len(items)} {noun}{'s' if len(items) != 1 else ''} ({pids})"
 
 
-# --- which of the workers ---------------------------------------------------------------------
-
-#: At most this many processes are captured at once (--workers all). Each one adds two py-spy
-#: processes (stacks and GIL), and py-spy's fixed cost per process (0.06 CPU-s a second at
-#: 100 Hz against an idle worker, measured here) and perf's per-thread events grow with it;
-#: eight workers of one service behave alike, so more adds cost, not evidence.
-MAX_PROCESSES = 8
+# --- one process ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class WorkerChoice:
-    mode: str = "all"  # "all" | "busiest" | "pids"
-    pids: tuple[int, ...] = field(default_factory=tuple)
-
-
-def parse_workers(text: str) -> WorkerChoice:
-    """``all``, ``busiest`` or ``PID,PID,...`` (--workers)."""
-    t = text.strip().lower()
-    if t in ("all", "busiest"):
-        return WorkerChoice(t)
-    try:
-        pids = tuple(dict.fromkeys(int(x) for x in t.split(",") if x.strip()))
-    except ValueError:
-        pids = ()
-    if not pids or any(p <= 0 for p in pids):
-        raise ValueError(
-            f"--workers takes all, busiest or a list of PIDs (1234,1235), not {text!r}"
-        )
-    return WorkerChoice("pids", pids)
-
-
-def choose_workers(sel: Selection, choice: WorkerChoice, limit: int = MAX_PROCESSES) -> Selection:
-    """Narrow ``sel`` to the workers asked for, and to ``limit`` processes at most; the
-    others are left out with the reason."""
-    workers = list(sel.workers)
+def one_process(sel: Selection) -> Selection:
+    """The process a capture covers (the collectors follow one PID): of several workers the
+    structure found, the busiest over the selection's window; the others are left out and
+    named. CPU only chooses among processes the structure already made workers of one
+    service (they run one program), never whether a process is the service."""
+    if len(sel.workers) <= 1:
+        return sel
+    best = max(sel.workers, key=lambda w: (w.cpu_cores or 0.0, -w.pid))
     left = list(sel.left_out)
-    if choice.mode == "busiest" and len(workers) > 1:
-        best = max(workers, key=lambda w: (w.cpu_cores or 0.0, -w.pid))
-        for w in workers:
-            if w is not best:
-                left.append(LeftOut(w.pid, w.comm, "not the busiest worker (--workers busiest)"))
-        why = f"{sel.why}; the busiest is {best.pid} ({best.cpu_cores or 0:.2f} cores over 0.3 s)"
-        return replace(sel, workers=(best,), left_out=tuple(left), why=why)
-    if len(workers) > limit:
-        ranked = sorted(workers, key=lambda w: (-(w.cpu_cores or 0.0), w.pid))
-        keep = {w.pid for w in ranked[:limit]}
-        for w in workers:
-            if w.pid not in keep:
-                left.append(
-                    LeftOut(w.pid, w.comm, f"over the bound of {limit} processes a capture covers")
-                )
-        workers = [w for w in workers if w.pid in keep]
-        why = f"{sel.why}; the {limit} busiest are captured (at most {limit} at once)"
-        return replace(sel, workers=tuple(workers), left_out=tuple(left), why=why)
-    return sel
-
-
-def given_workers(root: ProcInfo, pids: tuple[int, ...], limit: int = MAX_PROCESSES) -> Selection:
-    """--workers PID,...: exactly those processes, each the PID given or one under it."""
-    found: dict[int, ProcInfo] = {}
-
-    def walk(p: ProcInfo) -> None:
-        found[p.pid] = p
-        for c in p.children:
-            walk(c)
-
-    walk(root)
-    missing = [p for p in pids if p not in found]
-    if missing:
-        raise TargetError(
-            f"--workers: {', '.join(map(str, missing))} is not PID {root.pid} nor one of its "
-            f"descendants ({', '.join(str(p) for p in list(found)[1:12]) or 'it has none'})"
-        )
-    if len(pids) > limit:
-        raise TargetError(f"--workers: at most {limit} processes in one capture, not {len(pids)}")
-    chosen = tuple(found[p] for p in pids)
-    why = f"the processes given with --workers: {', '.join(map(str, pids))}"
-    via = (root.pid,) if root.pid not in pids else ()
-    return Selection("given", chosen, why, (), via)
+    for w in sel.workers:
+        if w is not best:
+            why = "another worker of the service, less busy (a capture covers one process)"
+            left.append(LeftOut(w.pid, w.comm, why))
+    cores = f" ({best.cpu_cores:.2f} cores over 0.3 s)" if best.cpu_cores is not None else ""
+    why = f"{sel.why}; following the busiest, PID {best.pid}{cores}"
+    followed = sel.followed
+    if sel.master is not None and best.pid == sel.master.pid:
+        followed = tuple(p for p in followed if p != best.pid)
+    return replace(sel, workers=(best,), left_out=tuple(left), why=why, followed=followed)

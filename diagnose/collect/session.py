@@ -198,22 +198,20 @@ def capture(
     window there, so the collectors' start-up does not fall into it. It must not raise.
     """
     validate_options(options)
-    target = resolve_target(pid, follow_children, options.workers)
-    for proc in target.processes:
-        check_trace_access(proc.pid)
-    locks = [_TargetLock(proc.pid) for proc in target.processes]
+    target = resolve_target(pid, follow_children)
+    check_trace_access(target.pid)
+    lock = _TargetLock(target.pid)
+    lock.acquire()
     try:
-        for lock in locks:
-            lock.acquire()
         return _capture_locked(target, out, options, progress, command, on_started, writer)
     finally:
-        for lock in locks:
-            lock.release()
+        lock.release()
 
 
 def target_record(target: Target) -> dict[str, object]:
-    """The manifest's ``target``: the process captured (the first, for several), and for a
-    service of several processes or one that left children out, which and why."""
+    """The manifest's ``target``: the process captured, and when it was chosen among
+    several (a wrapper's child, a master's worker, a service with helper children), how
+    (``selection``) and which processes were left out and why (``left_out``)."""
     rec: dict[str, object] = {
         "pid": target.pid,
         "comm": target.comm,
@@ -225,19 +223,8 @@ def target_record(target: Target) -> dict[str, object]:
         "siblings": list(target.siblings),
         "note": target.note,
     }
-    if target.workers or target.left_out or target.followed_from is not None:
+    if target.selection and (target.left_out or target.followed_from is not None):
         rec["selection"] = target.selection
-    if target.workers:
-        rec["processes"] = [
-            {
-                "pid": p.pid,
-                "comm": p.comm,
-                "cmdline": redact_argv(p.cmdline),
-                "is_python": p.is_python,
-                "python_version": p.python_version,
-            }
-            for p in target.processes
-        ]
     if target.left_out:
         rec["left_out"] = [x.to_dict() for x in target.left_out]
     return rec
@@ -296,9 +283,7 @@ def _capture_locked(
     )
     writer.write_manifest(manifest)
     writer.reserve(RESERVE_BYTES)
-    stopped_before = {
-        p.pid: any(s == "T" for s in _thread_states(p.pid).values()) for p in target.processes
-    }
+    stopped_before = any(s == "T" for s in _thread_states(target.pid).values())
     records: dict[str, CollectorRecord] = {}
     running: list[Collector] = []
     ended_by = "duration"
@@ -348,9 +333,7 @@ def _capture_locked(
     finally:
         kill_all_children()
         writer.release_reserve()
-        note = "; ".join(
-            n for p in target.processes if (n := ensure_not_stopped(p.pid, stopped_before[p.pid]))
-        )
+        note = ensure_not_stopped(target.pid, stopped_before)
         ended_wall = datetime.now(timezone.utc)
         now = time.monotonic()
         sampled_until = ctx.ended_at if ctx.ended_at is not None else now
@@ -388,7 +371,7 @@ def _wait(
             return ctx.stop_reason or "interrupted"
         if now >= ctx.deadline:
             return "duration"
-        if ctx.target_exited.is_set() or not any(p.alive() for p in ctx.processes):
+        if ctx.target_exited.is_set() or not ctx.target.alive():
             ctx.target_exited.set()
             return "target_exited"
         if now - last_budget_check >= 0.25:  # a few file sizes: cheap

@@ -23,7 +23,6 @@ from diagnose import __version__
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
 from diagnose.collect.base import CaptureContext, Collector
 from diagnose.collect.procfs import parse_cpu_list
-from diagnose.collect.target import Target
 
 #: Environment variables that configure thread pools, affinity and allocators. Only these
 #: are ever read from the target's environment; values are cut to 200 characters.
@@ -341,41 +340,29 @@ class SystemSnapshot(Collector):
         env, env_note = env_settings(pid)
         if env_note:
             self._notes.append(env_note)
-        pythons = {p.pid: self._python(p, ctx.several) for p in ctx.processes}
+        runtime = None
+        if ctx.target.is_python:
+            runtime = interpreter_runtime(pid, ctx.target.python_elf)
+            if runtime is None:
+                self._notes.append(
+                    "could not locate the interpreter's _PyRuntime symbol: GIL waits cannot be "
+                    "told apart from other lock waits"
+                )
         self._snapshot = {
             "host": host_info(),
             "cpu": cpu_topology(),
             "capacity": cpu_capacity(pid),
             "loadavg_start": _read("/proc/loadavg").split()[:3],
-            "python": pythons[pid],
+            "python": {
+                "is_python": ctx.target.is_python,
+                "version": ctx.target.python_version,
+                "elf": ctx.target.python_elf,
+                "runtime": runtime,
+            },
             "libraries": loaded_libraries(pid),
             "env": env,
             "env_allow_list": list(ENV_ALLOW_LIST),
             "diagnose_version": __version__,
-        }
-        if ctx.several:
-            # each process's own interpreter: the GIL's address (spawned workers load the
-            # interpreter at other addresses) and libraries
-            self._snapshot["processes"] = {
-                str(p.pid): {"python": pythons[p.pid], "libraries": loaded_libraries(p.pid)}
-                for p in ctx.processes
-            }
-
-    def _python(self, target: Target, several: bool) -> dict[str, Any]:
-        runtime = None
-        if target.is_python:
-            runtime = interpreter_runtime(target.pid, target.python_elf)
-            if runtime is None:
-                where = f" of PID {target.pid}" if several else ""
-                self._notes.append(
-                    f"could not locate the interpreter's _PyRuntime symbol{where}: GIL waits "
-                    "cannot be told apart from other lock waits"
-                )
-        return {
-            "is_python": target.is_python,
-            "version": target.python_version,
-            "elf": target.python_elf,
-            "runtime": runtime,
         }
 
     def finish(self, ctx: CaptureContext, timeout: float) -> CollectorRecord:

@@ -13,14 +13,7 @@ from dataclasses import dataclass, field
 import psutil
 
 from diagnose.collect.proctree import python_identity, read_tree
-from diagnose.collect.selection import (
-    LeftOut,
-    Selection,
-    WorkerChoice,
-    choose_workers,
-    given_workers,
-    select_service,
-)
+from diagnose.collect.selection import LeftOut, Selection, one_process, select_service
 from diagnose.errors import PermissionDenied, TargetError
 
 
@@ -37,17 +30,9 @@ class Target:
     python_elf: str | None  # the ELF (executable or libpython) that holds the interpreter
     followed_from: int | None = None  # the wrapper PID the user gave, if we followed a child
     note: str = ""  # what we did and why, for the terminal and the manifest
-    siblings: tuple[int, ...] = field(default_factory=tuple)  # children not captured
-    #: the service's other processes, captured together with this one (a pre-fork server's
-    #: other workers); this one is the first of ``processes``
-    workers: tuple[Target, ...] = field(default_factory=tuple)
+    siblings: tuple[int, ...] = field(default_factory=tuple)  # processes left out (PIDs)
     left_out: tuple[LeftOut, ...] = field(default_factory=tuple)  # and why, for people
-    selection: str = ""  # how it was chosen: selection.Selection.kind
-
-    @property
-    def processes(self) -> tuple[Target, ...]:
-        """Every process captured: this one, then the service's other workers."""
-        return (self, *self.workers)
+    selection: str = ""  # how it was chosen: selection.Selection.kind ("" with --no-follow)
 
     def alive(self) -> bool:
         try:
@@ -127,14 +112,13 @@ def _describe(proc: psutil.Process) -> Target:
     )
 
 
-def resolve_target(
-    pid: int, follow_children: bool = True, workers: WorkerChoice | None = None
-) -> Target:
-    """Turn the user's PID into the processes to capture (see collect/selection.py).
+def resolve_target(pid: int, follow_children: bool = True) -> Target:
+    """Turn the user's PID into the process to capture (see collect/selection.py).
 
-    The PID given is kept when it is the service itself; a supervisor is followed to its
-    workers (``workers``: all of them, the busiest, or the PIDs named), and we say so and
-    name who was left out; ``follow_children=False`` uses the PID as given.
+    The PID given is kept when it is the service itself, whatever helper children it has;
+    a supervisor (a wrapper, a pre-fork master, a multiprocessing parent) is followed to its
+    busiest worker; the note says which process and why, and names who was left out and
+    why; ``follow_children=False`` uses the PID as given.
     """
     if pid <= 0:
         raise TargetError(f"{pid} is not a valid PID")
@@ -152,8 +136,7 @@ def resolve_target(
     tgid = _status_field(pid, "Tgid")
     if tgid and tgid != str(pid):
         raise TargetError(f"{pid} is a thread of process {tgid}; use the process's PID ({tgid})")
-    choice = workers or WorkerChoice()
-    if not follow_children and choice.mode != "pids":
+    if not follow_children:
         return _describe(proc)
     try:
         tree = read_tree(pid)
@@ -161,36 +144,43 @@ def resolve_target(
         raise TargetError(f"no process with PID {pid} (it may have exited)") from None
     except psutil.AccessDenied as exc:
         raise PermissionDenied(ptrace_help(pid)) from exc
-    if choice.mode == "pids":
-        sel = given_workers(tree, choice.pids)
-    else:
-        sel = choose_workers(select_service(tree), choice)
-    return _from_selection(pid, sel)
+    return _from_selection(pid, one_process(select_service(tree)))
+
+
+#: At most this many of the processes left out are named in the note (all are in the
+#: manifest's ``target.left_out``).
+NOTE_LEFT_OUT = 6
+
+
+def selection_note(pid: int, chosen: int, sel: Selection) -> str:
+    """One paragraph for the terminal and the reports: which process, why, who was left out
+    and why ('' when the PID given has no children: nothing was decided)."""
+    if chosen == pid and not sel.left_out:
+        return ""
+    note = sel.why
+    if chosen != pid:
+        if "following the busiest" not in note:
+            note += f"; following PID {chosen}"
+        note += " (--no-follow stays on the PID given)"
+    if sel.left_out:
+        shown = "; ".join(f"{x.pid} ({x.comm}): {x.why}" for x in sel.left_out[:NOTE_LEFT_OUT])
+        more = len(sel.left_out) - NOTE_LEFT_OUT
+        note += f". Left out: {shown}" + (f"; and {more} more" if more > 0 else "")
+    return note
 
 
 def _from_selection(pid: int, sel: Selection) -> Target:
-    """The Target of ``sel``'s first process, with the others as its ``workers``."""
-    described: list[Target] = []
-    for w in sel.workers:
-        try:
-            described.append(_describe(psutil.Process(w.pid)))
-        except (psutil.NoSuchProcess, TargetError):  # exited since it was read
-            continue
-    if not described:
-        raise TargetError(f"the processes chosen under PID {pid} exited ({sel.why})")
-    first = described[0]
-    followed = pid if first.pid != pid else None
-    note = ""
-    if followed is not None or sel.left_out or len(described) > 1:
-        note = sel.why
-        if followed is not None and sel.kind != "given":
-            note += " (--no-follow stays on the PID given)"
+    """The Target of ``sel``'s process, with the note and who was left out."""
+    chosen = sel.workers[0].pid
+    try:
+        target = _describe(psutil.Process(chosen))
+    except psutil.NoSuchProcess:
+        raise TargetError(f"PID {chosen}, chosen under PID {pid}, exited ({sel.why})") from None
     return dataclasses.replace(
-        first,
-        followed_from=followed,
-        note=note,
+        target,
+        followed_from=pid if chosen != pid else None,
+        note=selection_note(pid, chosen, sel),
         siblings=tuple(x.pid for x in sel.left_out),
-        workers=tuple(described[1:]),
         left_out=sel.left_out,
         selection=sel.kind,
     )

@@ -10,15 +10,14 @@ from __future__ import annotations
 import pytest
 
 from diagnose.collect.selection import (
-    MAX_PROCESSES,
+    LeftOut,
     ProcInfo,
-    WorkerChoice,
-    choose_workers,
-    given_workers,
+    Selection,
     master_kind,
-    parse_workers,
+    one_process,
     select_service,
 )
+from diagnose.collect.target import selection_note
 from diagnose.errors import TargetError
 
 PY = "/srv/venv/bin/python"
@@ -138,7 +137,7 @@ def test_a_wrapper_of_different_programs_is_ambiguous_and_says_which():
     a = proc(91, (PY, "a.py"))
     b = proc(92, (PY, "b.py"))
     sh = proc(90, ("bash", "run.sh"), comm="bash", exe="/usr/bin/bash", is_python=False, children=(a, b))  # fmt: skip
-    with pytest.raises(TargetError, match=r"91 .*a\.py; 92 .*b\.py.*--workers"):
+    with pytest.raises(TargetError, match=r"91 .*a\.py; 92 .*b\.py.*attach to the one"):
         select_service(sh)
 
 
@@ -205,44 +204,55 @@ def test_master_kind_reads_the_program_not_its_arguments():
     assert master_kind(proc(1, (PY, "-c", "import uvicorn"))) == ""
 
 
-def test_workers_busiest_keeps_one_and_says_why_the_others_are_left_out():
+def test_one_process_keeps_the_busiest_worker_and_names_the_others():
+    # GIVEN gunicorn's two workers, the second busier
     w1 = proc(31, GUNICORN, listening=HTTP, cpu_cores=0.2)
     w2 = proc(32, GUNICORN, listening=HTTP, cpu_cores=0.7)
     root = proc(30, GUNICORN, listening=HTTP, children=(w1, w2))
-    sel = choose_workers(select_service(root), WorkerChoice("busiest"))
-    assert sel.pids == (32,)
-    assert [(x.pid, x.why) for x in sel.left_out] == [(31, "not the busiest worker (--workers busiest)")]  # fmt: skip
+    # WHEN one process is kept for the capture
+    sel = one_process(select_service(root))
+    # THEN the busiest worker, and the other named as left out with the reason
+    assert sel.pids == (32,) and sel.kind == "prefork" and sel.followed == (30,)
+    assert "following the busiest, PID 32 (0.70 cores over 0.3 s)" in sel.why
+    assert [(x.pid, x.why) for x in sel.left_out] == [
+        (31, "another worker of the service, less busy (a capture covers one process)")
+    ]
 
 
-def test_workers_all_is_bounded_and_names_who_is_over_the_bound():
-    n = MAX_PROCESSES + 2
-    kids = tuple(proc(200 + i, GUNICORN, listening=HTTP, cpu_cores=i / 10) for i in range(n))
-    root = proc(199, GUNICORN, listening=HTTP, children=kids)
-    sel = choose_workers(select_service(root), WorkerChoice("all"))
-    assert len(sel.pids) == MAX_PROCESSES
-    assert {x.pid for x in sel.left_out} == {200, 201}  # the least busy
-    assert all("over the bound" in x.why for x in sel.left_out)
+def test_one_process_ties_go_to_the_lowest_pid_and_a_single_worker_is_unchanged():
+    w1, w2 = proc(41, GUNICORN, listening=HTTP), proc(42, GUNICORN, listening=HTTP)
+    root = proc(40, GUNICORN, listening=HTTP, children=(w1, w2))
+    assert one_process(select_service(root)).pids == (41,)
+    alone = select_service(proc(50, (PY, "serve.py")))
+    assert one_process(alone) == alone
 
 
-def test_workers_given_by_pid_must_be_under_the_pid_given():
-    w1, w2 = proc(31, GUNICORN), proc(32, GUNICORN)
-    root = proc(30, GUNICORN, children=(w1, w2))
-    sel = given_workers(root, (32,))
-    assert sel.pids == (32,) and sel.kind == "given" and sel.followed == (30,)
-    with pytest.raises(TargetError, match="999 is not PID 30 nor one of its descendants"):
-        given_workers(root, (999,))
+def test_one_process_may_keep_a_multiprocessing_parent_that_works_itself():
+    # near miss of the pool parent: it works itself and is the busiest: it is captured, and
+    # nothing was followed
+    argv = (PY, "batch.py")
+    w1 = proc(111, argv, cpu_cores=0.3)
+    root = proc(110, argv, threads=4, cpu_cores=0.9, children=(w1,))
+    sel = one_process(select_service(root))
+    assert sel.pids == (110,) and sel.followed == ()
+    assert [x.pid for x in sel.left_out] == [111]
 
 
-@pytest.mark.parametrize(
-    ("text", "want"),
-    [("all", WorkerChoice("all")), ("BUSIEST", WorkerChoice("busiest")),
-     ("12,13,12", WorkerChoice("pids", (12, 13)))],
-)  # fmt: skip
-def test_parse_workers(text: str, want: WorkerChoice):
-    assert parse_workers(text) == want
+def test_the_note_says_which_process_why_and_who_was_left_out():
+    sel = Selection("service", (proc(10, (PY, "app.py")),), "PID 10 serves requests itself",
+                    (LeftOut(11, "python", "a helper of the service"),))  # fmt: skip
+    note = selection_note(10, 10, sel)
+    assert note == "PID 10 serves requests itself. Left out: 11 (python): a helper of the service"
+    # a followed wrapper says whom it follows and how to stay
+    wrapped = Selection("wrapper", (proc(71, (PY, "s.py")),), "PID 70 (sh) is a wrapper; PID 71 has no child processes", (), (70,))  # fmt: skip
+    note = selection_note(70, 71, wrapped)
+    assert note.endswith("following PID 71 (--no-follow stays on the PID given)"), note
+    # near miss: a PID with no children and nothing left out gets no note
+    assert selection_note(5, 5, Selection("service", (proc(5, (PY, "x.py")),), "no children")) == ""
 
 
-@pytest.mark.parametrize("text", ["", "some", "12,x", "-3", "0"])
-def test_parse_workers_rejects_anything_else(text: str):
-    with pytest.raises(ValueError, match="--workers takes all, busiest or a list of PIDs"):
-        parse_workers(text)
+def test_the_note_names_at_most_a_few_left_out_processes():
+    left = tuple(LeftOut(100 + i, "python", "a helper of the service") for i in range(9))
+    sel = Selection("service", (proc(10, (PY, "app.py")),), "PID 10 serves", left)
+    note = selection_note(10, 10, sel)
+    assert "105 (python)" in note and "106 (python)" not in note and "and 3 more" in note

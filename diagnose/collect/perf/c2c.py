@@ -20,7 +20,7 @@ from typing import Any
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
 from diagnose.collect.base import CaptureContext
 from diagnose.collect.child import Child
-from diagnose.collect.perf.record import PerfCollectorBase, pid_list, record_failure
+from diagnose.collect.perf.record import PerfCollectorBase, record_failure
 from diagnose.formats.perf_c2c import C2cFormatError, parse_c2c
 
 MAX_SECONDS = 10.0
@@ -39,7 +39,7 @@ class C2cCollector(PerfCollectorBase):
         argv = [
             self.perf, "c2c", "record", "-o", str(ctx.writer.path(self.data_rel)), "--",
             "--no-bpf-event", "-N", "-B", "-k", "CLOCK_MONOTONIC",
-            "--max-size", f"{MAX_BYTES // 1024}K", "-p", pid_list(ctx.pids), "sleep", str(seconds),
+            "--max-size", f"{MAX_BYTES // 1024}K", "-p", str(ctx.target.pid), "sleep", str(seconds),
         ]  # fmt: skip
         self.child = Child(argv, ctx.writer.path("c2c/perf-record.stderr"))
 

@@ -90,7 +90,7 @@ class FalseSharingCollector(PerfCollectorBase):
         events = ["-e", "cpu-clock", "-c", str(PERIOD_NS), USER_REGS_OPTION]
         self.rec = PerfRecord(
             ctx, self.perf, "false_sharing", events, MAX_BYTES, ring_pages(RING_BYTES),
-            max_seconds=MAX_SECONDS, pids=(ctx.target.pid,),
+            max_seconds=MAX_SECONDS,
         )  # fmt: skip
         self.rec.start()
 
@@ -142,7 +142,7 @@ class FalseSharingCollector(PerfCollectorBase):
             cw = csv.writer(fh)
             cw.writerow(SAMPLE_COLUMNS)
             cw.writerows(rows)
-        names = thread_names((pid,), {int(t) for t in read.tids})
+        names = thread_names(pid, {int(t) for t in read.tids})
         w.write_json("false_sharing/code.json", _code_json(read, code, unread, lines, names))
         files += ["false_sharing/samples.csv", "false_sharing/code.json"]
         sources = Counter(c.source for c in code.values())
@@ -151,10 +151,6 @@ class FalseSharingCollector(PerfCollectorBase):
             code_from=dict(sources), rows=len(rows),
         )  # fmt: skip
         problems = []
-        if ctx.several:
-            # the code at each sampled IP is read from one process's memory
-            details["pids"] = [pid]
-            problems.append(f"covers PID {pid} only, the first of the {len(ctx.pids)} captured")
         if read.truncated:
             problems.append(f"only the first {MAX_SAMPLES} samples were read back")
         if rec.capped():

@@ -25,13 +25,7 @@ from collections.abc import Iterable
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
 from diagnose.bundle.writer import guarded_csv_writer
 from diagnose.collect.base import CaptureContext
-from diagnose.collect.perf.record import (
-    PerfCollectorBase,
-    PerfRecord,
-    no_recording,
-    pid_list,
-    ring_pages,
-)
+from diagnose.collect.perf.record import PerfCollectorBase, PerfRecord, no_recording, ring_pages
 from diagnose.formats.perf_script import LOST, parse_script
 from diagnose.formats.speedscope import samples_to_speedscope
 from diagnose.formats.stacks import StackTable, ThreadFrame, format_folded
@@ -41,15 +35,13 @@ RING_BYTES = 512 * 1024  # per CPU
 SCRIPT_TIMEOUT = 120.0
 
 
-def thread_names(pids: Iterable[int], tids: Iterable[int]) -> dict[int, str]:
+def thread_names(pid: int, tids: Iterable[int]) -> dict[int, str]:
     """Kernel names of the threads still alive (best effort; the target sets them)."""
     out: dict[int, str] = {}
-    wanted = set(tids)
-    for pid in pids:
-        for tid in sorted(wanted - set(out)):
-            path = f"/proc/{pid}/task/{tid}/comm"
-            with contextlib.suppress(OSError), open(path, encoding="utf-8", errors="replace") as f:
-                out[tid] = f.read().strip()[:64]
+    for tid in tids:
+        path = f"/proc/{pid}/task/{tid}/comm"
+        with contextlib.suppress(OSError), open(path, encoding="utf-8", errors="replace") as fh:
+            out[tid] = fh.read().strip()[:64]
     return out
 
 
@@ -142,7 +134,7 @@ class PerfCollector(PerfCollectorBase):
             cw.writerow(["stack_id", "frames"])
             for sid, stack in enumerate(table.stacks):
                 cw.writerow([sid, ";".join(stack)])
-        names = thread_names(ctx.pids, {tid for tid, _ in counts})
+        names = thread_names(ctx.target.pid, {tid for tid, _ in counts})
         for tid, _ in counts:
             names.setdefault(tid, "")
         period_ms = 1000.0 / max(1, ctx.options.rate)
@@ -156,7 +148,7 @@ class PerfCollector(PerfCollectorBase):
             samples_to_speedscope(
                 ((tid, table.stacks[sid], c * period_ms) for (tid, sid), c in counts.items()),
                 names,
-                name=f"Native on-CPU stacks of PID {pid_list(ctx.pids)} (perf cpu-clock)",
+                name=f"Native on-CPU stacks of PID {ctx.target.pid} (perf cpu-clock)",
                 unit="milliseconds",
             ),
         )

@@ -58,8 +58,7 @@ def ring_pages(per_cpu_bytes: int, total_bytes: int = 64 * 2**20) -> int:
 
 
 class PerfRecord:
-    """One ``perf record -p PID[,PID...]`` for the capture window: every process captured
-    (a pre-fork server's workers), unless ``pids`` names some."""
+    """One ``perf record -p PID`` for the capture window."""
 
     def __init__(
         self,
@@ -70,10 +69,8 @@ class PerfRecord:
         max_bytes: int,
         mmap_pages: int,
         max_seconds: float | None = None,
-        pids: Sequence[int] | None = None,
     ) -> None:
         self.ctx = ctx
-        self.pids = tuple(pids) if pids is not None else ctx.pids  # the processes recorded
         self.perf = perf
         self.subdir = subdir
         self.events = list(events)
@@ -96,18 +93,18 @@ class PerfRecord:
         return [
             self.perf, "record", "--no-bpf-event", "-N", "-B", "-k", "CLOCK_MONOTONIC",
             "-m", str(self.mmap_pages), "--max-size", f"{max(1, self.max_bytes // 1024)}K",
-            *self.events, "-p", pid_list(self.pids), "-o", str(self.data),
+            *self.events, "-p", str(self.ctx.target.pid), "-o", str(self.data),
             "--", "sleep", str(seconds),
         ]  # fmt: skip
 
     def start(self) -> None:
         self.started_t = self.ctx.elapsed()
-        self.target_cpu_at_start = target_cpu_seconds(*self.pids)
+        self.target_cpu_at_start = target_cpu_seconds(self.ctx.target.pid)
         self.child = Child(self.argv(), self.ctx.writer.path(self.stderr_rel))
 
     def target_cpu_used(self) -> float | None:
         """CPU seconds the target used since perf was started (None: not known)."""
-        now = target_cpu_seconds(*self.pids)
+        now = target_cpu_seconds(self.ctx.target.pid)
         if now is None or self.target_cpu_at_start is None:
             return None
         return max(0.0, now - self.target_cpu_at_start)
@@ -295,21 +292,13 @@ def perf_script(
         stdout.close()
 
 
-def target_cpu_seconds(*pids: int) -> float | None:
-    """The processes' CPU time so far (user + system, all threads), or None if all are gone."""
-    total: float | None = None
-    for pid in pids:
-        try:
-            t = psutil.Process(pid).cpu_times()
-        except (psutil.Error, OSError):
-            continue
-        total = (total or 0.0) + float(t.user + t.system)
-    return total
-
-
-def pid_list(pids: Sequence[int]) -> str:
-    """perf's ``-p`` argument: one PID, or several separated by commas."""
-    return ",".join(str(p) for p in pids)
+def target_cpu_seconds(pid: int) -> float | None:
+    """The process's CPU time so far (user + system, all threads), or None if it is gone."""
+    try:
+        t = psutil.Process(pid).cpu_times()
+    except (psutil.Error, OSError):
+        return None
+    return float(t.user + t.system)
 
 
 def no_recording(rec: PerfRecord) -> str:

@@ -13,7 +13,7 @@ import math
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
 from diagnose.collect.base import CaptureContext
 from diagnose.collect.child import Child
-from diagnose.collect.perf.record import PerfCollectorBase, pid_list, record_failure
+from diagnose.collect.perf.record import PerfCollectorBase, record_failure
 from diagnose.formats.perf_stat import parse_stat
 
 EVENTS = ("cycles", "instructions", "cache-references", "cache-misses")
@@ -28,7 +28,7 @@ class PerfStatCollector(PerfCollectorBase):
     def start(self, ctx: CaptureContext) -> None:
         seconds = max(1, math.ceil(ctx.remaining()) + 2)
         argv = [self.perf, "stat", "-x", ",", "-e", ",".join(EVENTS),
-                "-p", pid_list(ctx.pids), "--", "sleep", str(seconds)]  # fmt: skip
+                "-p", str(ctx.target.pid), "--", "sleep", str(seconds)]  # fmt: skip
         self.child = Child(argv, ctx.writer.path(OUT))  # perf stat writes its CSV to stderr
 
     def finish(self, ctx: CaptureContext, timeout: float) -> CollectorRecord:
