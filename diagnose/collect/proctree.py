@@ -89,19 +89,30 @@ def _tcp_address(hex_addr: str) -> str:
         return hex_addr
 
 
-def tcp_sockets(pid: int) -> set[int]:
-    """Inodes of every TCP socket in ``pid``'s network namespace (any state)."""
-    out: set[int] = set()
+def tcp_sockets(pid: int) -> dict[int, tuple[str, int]]:
+    """Inode -> (state, local port) of every TCP socket in ``pid``'s network namespace
+    (state as /proc/net/tcp writes it: '01' established, '0A' listening)."""
+    out: dict[int, tuple[str, int]] = {}
     for name in ("tcp", "tcp6"):
         for line in _read(f"/proc/{pid}/net/{name}").splitlines()[1:]:
             f = line.split()
             if len(f) > 9:
                 with contextlib.suppress(ValueError):
-                    out.add(int(f[9]))
+                    out[int(f[9])] = (f[3], int(f[1].rpartition(":")[2], 16))
     return out
 
 
-def _syscall_on_tcp(pid: int, tid: str, tcp: set[int]) -> bool:
+def accepted_connections(pid: int, sockets: set[int], held: list[int]) -> int:
+    """Established TCP connections ``pid`` holds on the port of a listening socket it holds
+    itself: connections it accepted (an outbound one has an ephemeral local port)."""
+    if not held:
+        return 0
+    table = tcp_sockets(pid)
+    ports = {table[i][1] for i in held if i in table}
+    return sum(1 for i in sockets if i in table and table[i][0] == "01" and table[i][1] in ports)
+
+
+def _syscall_on_tcp(pid: int, tid: str, tcp: dict[int, tuple[str, int]]) -> bool:
     """The thread is in a system call whose first argument is a descriptor of a TCP socket
     (recv, read, send, accept, connect take the descriptor first on every ABI)."""
     fields = _read(f"/proc/{pid}/task/{tid}/syscall").split()
@@ -163,7 +174,7 @@ def request_threads(pid: int) -> int:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return 0
-    tcp: set[int] | None = None
+    tcp: dict[int, tuple[str, int]] | None = None
     n = 0
     for tid in tids:
         wchan = _read(f"/proc/{pid}/task/{tid}/wchan").strip()
@@ -238,7 +249,8 @@ def describe(
                 exe = ""
     except psutil.Error:
         comm, cmdline, threads, exe = "?", (), 0, ""
-    held = sorted(i for i in socket_inodes(pid) if i in listening)
+    sockets = socket_inodes(pid)
+    held = sorted(i for i in sockets if i in listening)
     waits = thread_waits(pid)
     return ProcInfo(
         pid=pid,
@@ -250,6 +262,7 @@ def describe(
         listening=frozenset(held),
         ports=tuple(dict.fromkeys(listening[i] for i in held)),
         request_threads=request_threads(pid),
+        accepted=accepted_connections(pid, sockets, held),
         waits_for_child=bool(waits) and all(w == CHILD_WAIT for w in waits),
         cpu_cores=None if cpu_cores is None else round(cpu_cores, 3),
         children=children,

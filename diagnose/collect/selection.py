@@ -16,7 +16,8 @@ structure can, from facts /proc gives cheaply and without stopping anything
    every thread waits for a child to exit): follow its child, and decide again there;
 3. a process that is not Python and is no wrapper: a native service, stay;
 4. it holds a listening socket that none of its children shares: it serves itself, stay;
-5. its own threads are in a request path (blocked on TCP connections): stay;
+5. its own threads are in a request path (blocked on TCP connections), or it holds
+   connections accepted on its listening socket (a pre-fork master accepts none): stay;
 6. a pre-fork master: known by its command (gunicorn, uvicorn, hypercorn, celery, torchrun)
    or by children that share its listening socket: its workers are the children that run
    its program (forked, or started by ``multiprocessing``'s spawn) or share the socket;
@@ -89,6 +90,8 @@ class ProcInfo:
     ports: tuple[str, ...] = ()  # their local addresses, for people ("127.0.0.1:8000")
     #: threads blocked on a TCP connection: receiving, sending, accepting, connecting
     request_threads: int = 0
+    #: TCP connections it holds on the port of its own listening socket (it accepted them)
+    accepted: int = 0
     #: every thread is blocked waiting for a child to exit (wait4/waitid): a wrapper
     waits_for_child: bool = False
     cpu_cores: float | None = None  # CPU it used over the selection's short window
@@ -210,7 +213,10 @@ def _select(root: ProcInfo, via: tuple[int, ...]) -> Selection:
             "service; its children are helpers"
         )
         return _stay(root, why, via, _all_left(children, "a child of the native service"))
-    shared = {c.pid for c in candidates if c.listening & root.listening}
+    # children serving the root's sockets (a worker serves no port of its own)
+    shared = {
+        c.pid for c in candidates if c.listening & root.listening and c.listening <= root.listening
+    }
     if root.listening and not shared:
         why = (
             f"PID {root.pid} serves requests itself (listening on "
@@ -220,11 +226,13 @@ def _select(root: ProcInfo, via: tuple[int, ...]) -> Selection:
     master = master_kind(root)
     if master:
         return _prefork(root, master, candidates, shared, left, via)
-    if root.request_threads:
-        why = (
-            f"PID {root.pid} serves requests itself ({root.request_threads} of its threads "
-            "are in TCP connections); its children are helpers"
-        )
+    if root.request_threads or root.accepted:
+        how = []
+        if root.request_threads:
+            how.append(f"{root.request_threads} of its threads are in TCP connections")
+        if root.accepted:
+            how.append(f"it holds {root.accepted} connection(s) accepted on {_ports(root)}")
+        why = f"PID {root.pid} serves requests itself ({'; '.join(how)}); its children are helpers"
         return _stay(root, why, via, left + _helpers(candidates))
     if shared:
         return _prefork(root, "", candidates, shared, left, via)
@@ -261,7 +269,12 @@ def _prefork(
 ) -> Selection:
     workers: list[ProcInfo] = []
     for c in candidates:
-        if c.pid in shared or (master in EXEC_MASTERS and c.is_python):
+        own = c.listening - root.listening
+        if master in EXEC_MASTERS and c.is_python:
+            workers.append(c)
+        elif own:  # a worker serves its master's sockets, not ports of its own
+            left.append(LeftOut(c.pid, c.comm, f"a server of its own (listening on {_ports(c)})"))
+        elif c.pid in shared:
             workers.append(c)
         elif c.listening:
             left.append(LeftOut(c.pid, c.comm, f"a server of its own (listening on {_ports(c)})"))

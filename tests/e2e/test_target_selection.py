@@ -43,8 +43,13 @@ def test_a_threaded_service_with_a_helper_child_is_diagnosed_itself(tmp_path: Pa
         assert len(store) == 1, store
         load = start_load(run, 30, tmp_path / "svc")
         try:
-            # the service's own threads are seen waiting on TCP connections (the store's)
-            wait_for(lambda: read_tree(run.pid, 0).request_threads >= 4, 30, "request threads")
+            # the service's own threads are seen waiting on TCP connections (the store's),
+            # and it holds the connections it accepted from the load generator
+            def serving() -> bool:
+                tree = read_tree(run.pid, 0)
+                return tree.request_threads >= 4 and tree.accepted >= 4
+
+            wait_for(serving, 30, "request threads and accepted connections")
             # WHEN diagnose attaches to the service's PID
             target, report, err = attach(run, tmp_path / "b")
         finally:

@@ -68,6 +68,35 @@ def test_a_service_without_a_listening_socket_but_with_request_threads_stays():
     assert sel.left_out[0].pid == 21
 
 
+def test_a_forked_helper_that_inherited_the_services_socket_but_has_a_port_of_its_own_is_a_helper():
+    # GIVEN a threaded service, idle (no thread in a TCP connection), whose feature store
+    # was forked after the service bound its port: the store holds the inherited socket
+    # and a port of its own
+    argv = (PY, "app.py")
+    store = proc(11, argv, listening=HTTP | STORE, ports=("127.0.0.1:8000", "127.0.0.1:8001"))
+    root = proc(10, argv, threads=9, listening=HTTP, ports=("127.0.0.1:8000",), children=(store,))
+    # WHEN selected THEN the service stays: a worker serves its master's sockets only
+    sel = select_service(root)
+    assert sel.pids == (10,) and sel.kind == "service"
+    assert "a server of its own" in sel.left_out[0].why
+
+
+def test_a_service_holding_connections_it_accepted_stays_whatever_its_child_inherited():
+    # GIVEN a CPU-bound threaded service (its threads run: none blocked on TCP) with a
+    # forked helper that inherited its listening socket; the service holds 5 connections
+    # it accepted on its port
+    argv = (PY, "app.py")
+    helper = proc(11, argv, listening=HTTP, cpu_cores=0.9)
+    root = proc(10, argv, threads=9, listening=HTTP, accepted=5, children=(helper,))
+    # WHEN selected THEN it stays, and says why
+    sel = select_service(root)
+    assert sel.pids == (10,) and "it holds 5 connection(s) accepted on" in sel.why
+    # near miss: the same tree where the parent holds no accepted connection is a
+    # pre-fork server (a master accepts none; its workers do)
+    idle = proc(10, argv, threads=9, listening=HTTP, children=(helper,))
+    assert select_service(idle).pids == (11,)
+
+
 def test_a_gunicorn_master_is_followed_to_both_workers():
     # GIVEN gunicorn 27 with 2 sync workers: forked (the same command line), sharing the
     # master's listening socket; the master also holds its control socket
