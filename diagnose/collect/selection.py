@@ -16,14 +16,17 @@ structure can, from facts /proc gives cheaply and without stopping anything
    every thread waits for a child to exit): follow its child, and decide again there;
 3. a process that is not Python and is no wrapper: a native service, stay;
 4. it holds a listening socket that none of its children shares: it serves itself, stay;
-5. its own threads are in a request path (blocked on TCP connections), or it holds
+5. a pre-fork master known by its command (gunicorn, uvicorn, hypercorn, celery, torchrun):
+   its workers are the children that share its listening socket or run its program
+   (forked, or started by ``multiprocessing``'s spawn);
+6. its own threads are in a request path (blocked on TCP connections), or it holds
    connections accepted on its listening socket (a pre-fork master accepts none): stay;
-6. a pre-fork master: known by its command (gunicorn, uvicorn, hypercorn, celery, torchrun)
-   or by children that share its listening socket: its workers are the children that run
-   its program (forked, or started by ``multiprocessing``'s spawn) or share the socket;
-7. a ``multiprocessing`` parent without a listening socket: the children that run its
-   program are its workers, and the parent is kept too when it works itself;
-8. otherwise (children that run other programs): stay, the children are helpers.
+7. children share its listening socket: a pre-fork server's master, as in 5;
+8. it neither serves (4-7) nor works (under :data:`PARENT_BUSY_CORES`), and its one child
+   listens: a launcher that polls its child instead of waiting for it; follow the child;
+9. a ``multiprocessing`` parent: the children that run its program are its workers, and
+   the parent is kept too when it works itself;
+10. otherwise (children that run other programs): stay, the children are helpers.
 
 Children that are never workers: ``multiprocessing``'s resource tracker and fork server,
 ``torch.compile``'s (inductor) compile workers, processes that are not Python, and
@@ -297,6 +300,17 @@ def _prefork(
 def _multiprocessing(
     root: ProcInfo, candidates: list[ProcInfo], left: list[LeftOut], via: tuple[int, ...]
 ) -> Selection:
+    idle = root.cpu_cores is not None and root.cpu_cores < PARENT_BUSY_CORES
+    if idle and len(candidates) == 1 and candidates[0].listening:
+        # it neither serves (no socket, no thread on TCP) nor works; its one child serves:
+        # a launcher that polls its child instead of waiting for it
+        inner = _select(candidates[0], (*via, root.pid))
+        why = (
+            f"PID {root.pid} is a launcher (no listening socket, no thread on TCP, "
+            f"{root.cpu_cores:.2f} cores) whose one child serves; {inner.why}"
+        )
+        kind = "wrapper" if inner.kind == "service" else inner.kind
+        return replace(inner, kind=kind, why=why, left_out=tuple(left) + inner.left_out)
     workers: list[ProcInfo] = []
     helpers: list[ProcInfo] = []
     for c in candidates:

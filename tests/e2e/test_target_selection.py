@@ -10,23 +10,29 @@ threads wait on), so the contrasts here do not depend on CPU use and hold on a b
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import psutil
 import pytest
 
-from benchmarks.zoo import Running, running, select, start_load
+from benchmarks.zoo import Running, free_port, running, select, start_load
 from diagnose.collect.proctree import read_tree
 from tests.e2e.cli import run_cli, wait_for
 
 PROC_ONLY = ("--collectors", "proc")
 
 
-def attach(run: Running, out: Path) -> tuple[dict, dict, str]:
+def attach(run: Running | int, out: Path) -> tuple[dict, dict, str]:
     """``diagnose attach`` on the PID the service's command started: (manifest target,
     report.json, the terminal's stderr)."""
-    res = run_cli("attach", str(run.pid), "-d", "2", *PROC_ONLY, "--format", "json", "-o", str(out))
+    pid = run if isinstance(run, int) else run.pid
+    res = run_cli("attach", str(pid), "-d", "2", *PROC_ONLY, "--format", "json", "-o", str(out))
     assert res.returncode in (0, 5), res.stderr
     target = json.loads((out / "manifest.json").read_text())["target"]
     report = json.loads((out / "report.json").read_text())
@@ -93,3 +99,44 @@ def test_a_prefork_master_leads_to_one_of_its_workers(tmp_path: Path, sample: st
     assert set(left) == {k.pid for k in kids} - {target["pid"]}, left
     assert report["target"]["note"] == target["note"]
     assert "following the busiest" in err
+
+
+LAUNCHER = """
+import subprocess, sys, time
+child = subprocess.Popen(sys.argv[1:])
+while child.poll() is None:
+    time.sleep(0.2)
+"""
+
+
+def test_an_idle_launcher_polling_its_serving_child_is_followed_to_it(tmp_path: Path):
+    # GIVEN a Python launcher that started an HTTP server and polls it in a sleep loop (so
+    # it never waits in wait4, and is not a shell)
+    port = free_port()
+    server = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"]
+    launcher = subprocess.Popen(
+        [sys.executable, "-c", LAUNCHER, *server],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+
+        def listening() -> bool:
+            kids = psutil.Process(launcher.pid).children()
+            return bool(kids) and any(c.status == "LISTEN" for c in kids[0].net_connections())
+
+        wait_for(listening, 30, "the HTTP server")
+        (child,) = psutil.Process(launcher.pid).children()
+        # WHEN diagnose attaches to the launcher
+        target, _report, err = attach(launcher.pid, tmp_path / "b")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(launcher.pid, signal.SIGKILL)
+        launcher.wait(10)
+    # THEN the server is captured, and the note says the launcher was followed and why
+    assert target["pid"] == child.pid and target["followed_from"] == launcher.pid, target
+    assert target["selection"] == "wrapper", target
+    assert f"PID {launcher.pid} is a launcher" in target["note"]
+    assert f"following PID {child.pid}" in err

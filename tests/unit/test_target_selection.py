@@ -162,6 +162,36 @@ def test_a_python_launcher_waiting_for_its_only_child_is_a_wrapper():
     assert "is a wrapper" in sel.why
 
 
+def test_an_idle_launcher_polling_its_one_serving_child_is_followed():
+    # GIVEN python launch.py that started serve.py with subprocess.Popen and polls it in a
+    # sleep loop (so it is not waiting in wait4): no socket, no TCP, idle; the child serves
+    child = proc(81, (PY, "serve.py"), listening=HTTP, ports=("127.0.0.1:8000",))
+    root = proc(80, (PY, "launch.py"), cpu_cores=0.0, children=(child,))
+    # WHEN selected THEN the child is the service, and the reason names the launcher
+    sel = select_service(root)
+    assert sel.pids == (81,) and sel.kind == "wrapper" and sel.followed == (80,)
+    assert sel.why.startswith("PID 80 is a launcher")
+
+
+@pytest.mark.parametrize(
+    "near_miss",
+    [
+        {"cpu_cores": 0.6},  # it works itself (a pipeline using its tokenizer server)
+        {"cpu_cores": None},  # its CPU could not be read: nothing is assumed
+        {"cpu_cores": 0.0, "second_child": True},  # two children: not one it launched
+    ],
+)
+def test_near_misses_of_a_launcher_stay(near_miss: dict):
+    tok = proc(81, (PY, "-m", "tokserver"), listening=STORE, ports=("127.0.0.1:9000",))
+    kids = (tok, proc(82, (PY, "-m", "metrics"))) if near_miss.get("second_child") else (tok,)
+    root = proc(80, (PY, "pipeline.py"), cpu_cores=near_miss["cpu_cores"], children=kids)
+    sel = select_service(root)
+    assert sel.pids == (80,) and sel.kind == "service"
+    assert sel.left_out[0] == LeftOut(
+        81, "python", "a server of its own (listening on 127.0.0.1:9000)"
+    )
+
+
 def test_a_wrapper_of_different_programs_is_ambiguous_and_says_which():
     a = proc(91, (PY, "a.py"))
     b = proc(92, (PY, "b.py"))
