@@ -15,7 +15,8 @@ structure can, from facts /proc gives cheaply and without stopping anything
 2. a wrapper (a shell, ``env``, ``nohup``, ``tini``... by executable, or any process whose
    every thread waits for a child to exit): follow its child, and decide again there;
 3. a process that is not Python and is no wrapper: a native service, stay;
-4. it holds a listening socket that none of its children shares: it serves itself, stay;
+4. it holds a listening socket that none of its children shares: it serves itself, stay
+   (unless it is torchrun's agent, which listens for its ranks' rendezvous: as in 5);
 5. a pre-fork master known by its command (gunicorn, uvicorn, hypercorn, celery, torchrun):
    its workers are the children that share its listening socket or run its program
    (forked, or started by ``multiprocessing``'s spawn);
@@ -220,13 +221,15 @@ def _select(root: ProcInfo, via: tuple[int, ...]) -> Selection:
     shared = {
         c.pid for c in candidates if c.listening & root.listening and c.listening <= root.listening
     }
+    master = master_kind(root)
+    if master in EXEC_MASTERS:  # torchrun's agent listens itself (the rendezvous store)
+        return _prefork(root, master, candidates, shared, left, via)
     if root.listening and not shared:
         why = (
             f"PID {root.pid} serves requests itself (listening on "
             f"{_ports(root)}, which none of its children shares); its children are helpers"
         )
         return _stay(root, why, via, left + _helpers(candidates))
-    master = master_kind(root)
     if master:
         return _prefork(root, master, candidates, shared, left, via)
     if root.request_threads or root.accepted:

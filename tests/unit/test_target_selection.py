@@ -252,6 +252,18 @@ def test_torchrun_workers_run_other_command_lines_and_may_listen():
     root = proc(150, (PY, "/srv/venv/bin/torchrun", "--nproc-per-node", "2", "serve.py"), children=(w0, w1))  # fmt: skip
     assert master_kind(root) == "torchrun"
     assert select_service(root).pids == (151, 152)
+    # near miss: the agent listening itself (its rendezvous store) is still only the agent
+    agent = proc(150, root.cmdline, listening=HTTP, ports=("0.0.0.0:29400",), children=(w0, w1))
+    assert select_service(agent).pids == (151, 152)
+
+
+def test_a_single_process_uvicorn_with_a_helper_child_serves_itself():
+    # near miss of a master: `python -m uvicorn app:app` without --workers serves in-process;
+    # a cache it forked, listening on a port of its own, is a helper
+    cache = proc(161, UVICORN, listening=STORE, ports=("127.0.0.1:6400",))
+    root = proc(160, UVICORN, listening=HTTP, ports=("127.0.0.1:8000",), children=(cache,))
+    sel = select_service(root)
+    assert sel.pids == (160,) and "serves requests itself" in sel.why
 
 
 def test_master_kind_reads_the_program_not_its_arguments():
