@@ -32,7 +32,7 @@ def attach(run: Running | int, out: Path) -> tuple[dict, dict, str]:
     """``diagnose attach`` on the PID the service's command started: (manifest target,
     report.json, the terminal's stderr)."""
     pid = run if isinstance(run, int) else run.pid
-    res = run_cli("attach", str(pid), "-d", "2", *PROC_ONLY, "--format", "json", "-o", str(out))
+    res = run_cli("attach", str(pid), "-d", "2", *PROC_ONLY, "--format", "json,md", "-o", str(out))
     assert res.returncode in (0, 5), res.stderr
     target = json.loads((out / "manifest.json").read_text())["target"]
     report = json.loads((out / "report.json").read_text())
@@ -72,6 +72,7 @@ def test_a_threaded_service_with_a_helper_child_is_diagnosed_itself(tmp_path: Pa
     # and the report and the terminal say so
     assert report["target"]["note"] == target["note"]
     assert f"Left out: {store[0].pid} (python)" in err
+    assert f"Left out: {store[0].pid} (python)" in (tmp_path / "b" / "report.md").read_text()
 
 
 @pytest.mark.parametrize(
@@ -99,6 +100,9 @@ def test_a_prefork_master_leads_to_one_of_its_workers(tmp_path: Path, sample: st
     assert set(left) == {k.pid for k in kids} - {target["pid"]}, left
     assert report["target"]["note"] == target["note"]
     assert "following the busiest" in err
+    # the whole note, its last left-out process included, reaches the Markdown report
+    md = (tmp_path / "b" / "report.md").read_text()
+    assert f"{target['left_out'][-1]['pid']} (python)" in md, md[:2000]
 
 
 LAUNCHER = """

@@ -17,7 +17,7 @@ from diagnose.collect.selection import (
     one_process,
     select_service,
 )
-from diagnose.collect.target import selection_note
+from diagnose.collect.target import NOTE_LEFT_OUT, selection_note
 from diagnose.errors import TargetError
 
 PY = "/srv/venv/bin/python"
@@ -327,3 +327,37 @@ def test_the_note_names_at_most_a_few_left_out_processes():
     sel = Selection("service", (proc(10, (PY, "app.py")),), "PID 10 serves", left)
     note = selection_note(10, 10, sel)
     assert "105 (python)" in note and "106 (python)" not in note and "and 3 more" in note
+
+
+def test_the_longest_note_reaches_every_report_whole():
+    # GIVEN the note of a master with 8 workers and helpers: the most it names
+    import copy
+
+    from diagnose.render.charts import chart_data
+    from diagnose.render.html import render_html
+    from diagnose.render.markdown import render_markdown
+    from diagnose.render.terminal import render_summary
+    from diagnose.report import diagnose
+    from tests.conftest import FIXTURES
+
+    workers = tuple(proc(200 + i, GUNICORN, listening=HTTP, cpu_cores=0.1) for i in range(8))
+    helpers = tuple(proc(300 + i, (PY, "-m", f"helper{i}")) for i in range(3))
+    root = proc(199, GUNICORN, listening=HTTP, ports=("127.0.0.1:8000",), children=workers + helpers)  # fmt: skip
+    sel = one_process(select_service(root))
+    note = selection_note(199, sel.pids[0], sel)
+    last = sel.left_out[NOTE_LEFT_OUT - 1]
+    assert f"{last.pid} (python): {last.why}" in note and "and 4 more" in note
+    # WHEN it is rendered in every report
+    d = diagnose(FIXTURES / "bundles" / "lock_contention")
+    report = copy.deepcopy(d.report)
+    report["target"]["note"] = note
+    outputs = {
+        "md": render_markdown(report),
+        "html": render_html(report, chart_data(d.analysis)),
+        "terminal": render_summary(report, None, width=200),
+    }
+    # THEN none cuts it: the last process named and the count of the others are there
+    for name, text in outputs.items():
+        flat = " ".join(text.split())
+        assert "and 4 more" in flat, name
+        assert f"{last.pid} (python)" in flat, name
