@@ -125,6 +125,7 @@ class LaunchedCommand:
         stderr: int | IO[Any] | None = None,
         env: Mapping[str, str] | None = None,
         cwd: str | Path | None = None,
+        pass_fds: Sequence[int] = (),
     ) -> None:
         self.argv = list(argv)
         self.started = time.monotonic()
@@ -140,6 +141,7 @@ class LaunchedCommand:
                 start_new_session=True,
                 preexec_fn=functools.partial(_child_setup, os.getpid()),
                 close_fds=True,
+                pass_fds=tuple(pass_fds),
             )
         except FileNotFoundError:
             raise TargetError(f"cannot start {self.argv[0]!r}: command not found") from None

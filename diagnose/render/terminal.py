@@ -68,7 +68,7 @@ def render_summary(
     if not (report.get("bundle") or {}).get("complete", True):
         lines.append("  the capture did not finish: the report uses what was recorded until then")
     if t.get("note"):
-        lines += _wrap(plain(t["note"], 400), "  ", "  ", width)
+        lines += _wrap(plain(t["note"], 1200), "  ", "  ", width)
     lines += _wrap(_unexplained(v), "  ", "  ", width)
     if v.get("uncertain"):
         u = v["uncertain"]
