@@ -113,6 +113,13 @@ def real(tmp_path_factory) -> dict[str, Any]:
     report["target"]["siblings"] = [4242]
     report["target"]["note"] = "followed the busiest child"
     report["environment"]["capacity"]["limited_by"] = ["cgroup cpu.max"]
+    report["oncpu"]["structure"]["feeders"] = [
+        {"tid": 7, "name": "producer", "evidence": "hands work over at Queue.put (queue.py:1)"}
+    ]
+    report["oncpu"]["pools"] = [
+        {"name": "OpenBLAS", "threads": [8], "cpu_share": 0.5, "spin_share": 0.4,
+         "fix": "OPENBLAS_NUM_THREADS=1"}
+    ]  # fmt: skip
     assert report["broken_rules"], "the broken rule file gave no entry"
     comparison = build_comparison(dd, d)
     comparison["caveats"] = comparison["caveats"] or ["the host was busier after"]
