@@ -105,6 +105,7 @@ class LaunchedCommand:
         stderr: int | IO[Any] | None = None,
         env: Mapping[str, str] | None = None,
         cwd: str | Path | None = None,
+        pass_fds: Sequence[int] = (),
     ) -> None:
         self.argv = list(argv)
         self.started = time.monotonic()
@@ -118,6 +119,7 @@ class LaunchedCommand:
                 stderr=stderr,
                 env=None if env is None else dict(env),
                 cwd=None if cwd is None else str(cwd),
+                pass_fds=tuple(pass_fds),
             )
         except FileNotFoundError:
             raise TargetError(f"cannot start {self.argv[0]!r}: command not found") from None

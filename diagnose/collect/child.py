@@ -28,6 +28,8 @@ _LIVE_LOCK = threading.Lock()
 
 
 _ANCHORED = re.compile(r"^/proc/self/fd/(\d+)(?:/|$)")
+#: an anchored path as a whole argument or as an option's value (``--csv=/proc/self/fd/N/x``)
+_ANCHORED_ARG = re.compile(r"^(?:[^=/]*=)?/proc/self/fd/(\d+)(?:/|$)")
 
 
 def anchored_fds(argv: Sequence[str]) -> tuple[int, ...]:
@@ -36,7 +38,7 @@ def anchored_fds(argv: Sequence[str]) -> tuple[int, ...]:
     diagnose holds open (``bundle/safedir.py``)."""
     fds: set[int] = set()
     for arg in argv:
-        m = _ANCHORED.match(str(arg).split("=", 1)[-1])
+        m = _ANCHORED_ARG.match(str(arg))
         if m:
             fds.add(int(m.group(1)))
     return tuple(sorted(fds))

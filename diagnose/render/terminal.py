@@ -68,7 +68,7 @@ def render_summary(
     if not (report.get("bundle") or {}).get("complete", True):
         lines.append("  the capture did not finish: the report uses what was recorded until then")
     if t.get("note"):
-        lines += _wrap(plain(t["note"], 400), "  ", "  ", width)
+        lines += _wrap(plain(t["note"], 1200), "  ", "  ", width)
     main = [f for f in report["findings"] if not f.get("advisory")][:3]
     if not main:
         lines += _wrap(plain(v["headline"], 400), "  ", "  ", width)

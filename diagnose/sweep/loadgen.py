@@ -38,6 +38,7 @@ from typing import Any
 
 import psutil
 
+from diagnose.collect.child import anchored_fds
 from diagnose.collect.procfs import parse_schedstat
 from diagnose.errors import DiagnoseError, LoadGeneratorError
 from diagnose.run import LaunchedCommand
@@ -402,7 +403,12 @@ class RunningLoad(ABC):
         out = (self.load_dir / f"{name}.out").open("wb")
         err = (self.load_dir / f"{name}.err").open("wb")
         try:
-            self.proc = LaunchedCommand(argv, stdout=out, stderr=err, env=env, cwd=os.getcwd())
+            # paths into the sweep directory are /proc/self/fd/N/...: the generator gets
+            # descriptor N under the same number, so they reach the same directory
+            fds = anchored_fds([*argv, *(env or {}).values()])
+            self.proc = LaunchedCommand(
+                argv, stdout=out, stderr=err, env=env, cwd=os.getcwd(), pass_fds=fds
+            )
         except DiagnoseError as exc:
             raise LoadGeneratorError(f"the load generator {exc}") from None
         finally:
