@@ -13,9 +13,14 @@ Writes docs/accuracy.md (``--out``): per sample the verdicts and confidences, to
 calibration table (confidence band -> share right). A hand-written "## Known misses"
 section already in that file is kept. The report.json/report.md/manifest.json of every
 capture are kept under the results directory (/tmp/diagnose-bench/accuracy-*/) for reading
-the misses.
+the misses; with ``--keep-bundles`` the whole bundle too.
 
-  python -m benchmarks accuracy [--captures 5] [--duration 10] [NAMES]
+``--replay RAW.jsonl`` judges those kept bundles again with the current analysis and rules
+(``diagnose report``), without capturing anything: the same captures before and after an
+analysis change, so a difference is the change's and not the host's.
+
+  python -m benchmarks accuracy [--captures 5] [--duration 10] [--keep-bundles] [NAMES]
+  python -m benchmarks accuracy --replay /tmp/diagnose-bench/accuracy-DATE.jsonl [NAMES]
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import (
+    DIAGNOSE,
     ROOT,
     SAMPLES,
     Service,
@@ -39,6 +45,7 @@ from benchmarks.common import (
     loadavg,
     machine_line,
     results_file,
+    run_timed,
     stat,
 )
 from benchmarks.zoo import ZooSample, all_samples, pick, running, start_load
@@ -88,20 +95,33 @@ def targets(names: list[str]) -> list[Target]:
     return pick(zoo + hand_written(), names)
 
 
-def capture(pid: int, duration: float, out: Path, keep: Path) -> dict[str, Any]:
+def verdict_row(rep: dict[str, Any]) -> dict[str, Any]:
+    """What a row keeps of a report."""
+    v = rep["verdict"]
+    return dict(
+        category=v.get("primary"),
+        kind=v.get("kind"),
+        confidence=v.get("confidence"),
+        ranking=[(r["category"], r.get("kind"), r.get("score")) for r in v.get("ranking", [])],
+        followed_from=rep.get("target", {}).get("followed_from"),
+        captured_pid=rep.get("target", {}).get("pid"),
+        host_foreign_cpu_share=rep.get("metrics", {}).get("host_foreign_cpu_share"),
+    )
+
+
+def capture(
+    pid: int, duration: float, out: Path, keep: Path, keep_bundle: bool = False
+) -> dict[str, Any]:
     rc, wall, rep = attach(pid, duration, out, timeout=duration * 4 + 180)
     row: dict[str, Any] = {"rc": rc, "wall_s": round(wall, 1)}
     if rep is not None:
-        v = rep["verdict"]
-        row.update(
-            category=v.get("primary"),
-            kind=v.get("kind"),
-            confidence=v.get("confidence"),
-            ranking=[(r["category"], r.get("kind"), r.get("score")) for r in v.get("ranking", [])],
-            followed_from=rep.get("target", {}).get("followed_from"),
-            captured_pid=rep.get("target", {}).get("pid"),
-            host_foreign_cpu_share=rep.get("metrics", {}).get("host_foreign_cpu_share"),
-        )
+        row.update(verdict_row(rep))
+    if keep_bundle and out.is_dir():
+        shutil.rmtree(keep, ignore_errors=True)
+        keep.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(out), str(keep))
+        row["kept"] = str(keep)
+        return row
     keep.mkdir(parents=True, exist_ok=True)
     for name in KEEP:
         if (out / name).exists():
@@ -119,7 +139,7 @@ def run_target(t: Target, args: argparse.Namespace, work: Path, path: Path) -> l
         time.sleep(t.warmup_s)
         for i in range(args.captures):
             keep = path.parent / path.stem / f"{t.name}-{i}"
-            row = capture(pid, args.duration, work / "bundle", keep)
+            row = capture(pid, args.duration, work / "bundle", keep, args.keep_bundles)
             row = {"sample": t.name, "capture": i, "expected": t.expected, **row}
             row["right"] = t.right(row.get("category"), row.get("kind"))
             row["loadavg"] = loadavg()
@@ -243,6 +263,28 @@ def write(doc: str, out: Path) -> None:
     out.write_text(doc + kept)
 
 
+def replay(raw: Path, names: list[str], path: Path) -> list[dict[str, Any]]:
+    """Judge the bundles kept by an earlier run (``--keep-bundles``) again: ``diagnose
+    report`` with this checkout's analysis and rules; rows as a capture's, the capture
+    figures (load average, exit code) kept from the original row."""
+    rows = []
+    for old in (json.loads(line) for line in raw.read_text().splitlines() if line.strip()):
+        kept = Path(old.get("kept") or "")
+        if (names and old["sample"] not in names) or not (kept / "manifest.json").exists():
+            continue
+        argv = [*DIAGNOSE, "report", str(kept), "--format", "json", "-q"]
+        rc, wall, _, _ = run_timed(argv, timeout=600)
+        row = {k: old.get(k) for k in ("sample", "capture", "expected", "loadavg", "kept")}
+        row.update(rc=rc, report_wall_s=round(wall, 1), replay_of=raw.name)
+        report = kept / "report.json"
+        if rc == 0 and report.exists():
+            row.update(verdict_row(json.loads(report.read_text())))
+        rows.append(row)
+        append_row(path, row)
+        print(json.dumps(row), file=sys.stderr, flush=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m benchmarks accuracy", description=__doc__)
     p.add_argument("names", nargs="*", help="samples (default: the zoo and the hand-written)")
@@ -250,9 +292,19 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--duration", type=float, default=10.0, help="seconds per capture (-d)")
     p.add_argument("--out", type=Path, default=ROOT / "docs" / "accuracy.md")
     p.add_argument("--summarise", type=Path, help="write the document from a raw-rows file")
+    p.add_argument("--keep-bundles", action="store_true", help="keep every capture's whole bundle")
+    p.add_argument("--replay", type=Path, help="judge the bundles a --keep-bundles run kept, again")
     args = p.parse_args(argv)
     ts = targets(args.names)
-    if args.summarise:
+    if args.replay:
+        path = results_file("accuracy-replay")
+        rows = replay(args.replay, args.names, path)
+        for r in rows:
+            want = next((t for t in ts if t.name == r["sample"]), None)
+            r["right"] = bool(want and want.right(r.get("category"), r.get("kind")))
+        have = {r["sample"] for r in rows}
+        ts = [t for t in ts if t.name in have]
+    elif args.summarise:
         path = args.summarise
         rows = [json.loads(line) for line in path.read_text().splitlines()]
         have = {r["sample"] for r in rows}

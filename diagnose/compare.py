@@ -3,10 +3,16 @@
 :func:`compare` diagnoses both bundles (from the bundles alone, like ``diagnose report``) and
 builds one plain, JSON-ready dict, the contract the renderers display:
 
-- ``verdict``: both verdicts and whether the primary category changed;
+- ``service``: the service's own figures (throughput, latency percentiles, errors) when
+  known, each judged, and the outcome (improved, regressed, mixed, same): what the change
+  was made for, shown first (:mod:`diagnose.outcome`);
+- ``verdict``: both verdicts, whether the primary category changed, and the change in
+  words (``words``: "the lock contention is gone; now compute-bound");
 - ``metrics``: every metric measured in either capture with its delta and, where the metric
   has a better direction (:data:`DIRECTIONS`), ``better`` or ``worse``; a change within the
-  run-to-run noise (:data:`SHARE_NOISE`, :data:`RELATIVE_NOISE`) is ``same``;
+  run-to-run noise (:data:`SHARE_NOISE`, :data:`RELATIVE_NOISE`) is ``same``; a metric
+  that moved the wrong way because the bottleneck is gone or the service does more work is
+  ``moved``, with ``why`` (:func:`diagnose.outcome.judge_in_context`);
 - ``findings``: rules that fired only after (appeared), only before (disappeared), or in both;
 - ``caveats``: what differs besides the change under test (the host's other load, cores,
   capture length, a partial capture, a collector missing on one side);
@@ -29,6 +35,7 @@ from diagnose import __version__
 from diagnose.analyse.registry import known_metrics
 from diagnose.bundle.reader import Bundle
 from diagnose.formats.stacks import Stack, ThreadFrame
+from diagnose.outcome import judge_in_context, service_change, verdict_words
 from diagnose.report import Diagnosis, OutputTarget, diagnose, open_output
 from diagnose.verdict.template import format_value
 
@@ -117,6 +124,9 @@ def metric_delta(name: str, unit: str, before: Any, after: Any) -> dict[str, Any
         "direction": direction,
         "change": "same",
         "significance": 0.0,
+        "why": None,  # why a change is judged as it is, where context decided it
+        "per_request": None,  # a rate per second, divided by each side's throughput
+        "display_per_request": None,
     }
     if before is None or after is None:
         row["change"] = "new" if before is None else "gone"
@@ -169,9 +179,15 @@ def metric_deltas(
         row["description"] = d.description if d else ""
         row["focus"] = name in focus
         rows.append(row)
-    rank = {"better": 0, "worse": 0, "changed": 1, "new": 2, "gone": 2, "same": 3}
-    rows.sort(key=lambda r: (rank[r["change"]], not r["focus"], -r["significance"]))
+    rows.sort(key=_rank)
     return rows
+
+
+_RANKS = {"better": 0, "worse": 0, "moved": 1, "changed": 2, "new": 3, "gone": 3, "same": 4}
+
+
+def _rank(r: Mapping[str, Any]) -> tuple[int, bool, float]:
+    return _RANKS[r["change"]], not r["focus"], -r["significance"]
 
 
 def _finding_brief(f: Mapping[str, Any]) -> dict[str, Any]:
@@ -212,6 +228,7 @@ def _verdict_brief(report: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def verdict_change(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
+    """Both verdicts; ``words`` says the change as a person would."""
     vb, va = _verdict_brief(before), _verdict_brief(after)
     changed = (vb["primary"], vb["kind"]) != (va["primary"], va["kind"])
 
@@ -224,6 +241,7 @@ def verdict_change(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[
         "after": va,
         "changed": changed,
         "text": f"{label(vb)} → {label(va)}",
+        "words": verdict_words(before, after),
     }
 
 
@@ -450,7 +468,12 @@ def _side(d: Diagnosis) -> dict[str, Any]:
     }
 
 
-def build_comparison(before: Diagnosis, after: Diagnosis) -> dict[str, Any]:
+def build_comparison(
+    before: Diagnosis,
+    after: Diagnosis,
+    service: tuple[Mapping[str, Any] | None, Mapping[str, Any] | None] = (None, None),
+) -> dict[str, Any]:
+    """``service``: each side's own figures (:func:`diagnose.outcome.figures`), or None."""
     rb, ra = before.report, after.report
     focus = [
         e["metric"]
@@ -459,12 +482,16 @@ def build_comparison(before: Diagnosis, after: Diagnosis) -> dict[str, Any]:
         for e in f.get("evidence", [])
     ]
     metrics = metric_deltas(rb["metrics"], ra["metrics"], focus)
+    figures = service_change(*service)
+    judge_in_context(metrics, figures, RELATIVE_NOISE)
+    metrics.sort(key=_rank)
     return {
         "schema": COMPARE_SCHEMA,
         "tool_version": __version__,
         "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "before": _side(before),
         "after": _side(after),
+        "service": figures,
         "verdict": verdict_change(rb, ra),
         "caveats": caveats(before, after),
         "metrics": metrics,
@@ -476,11 +503,15 @@ def build_comparison(before: Diagnosis, after: Diagnosis) -> dict[str, Any]:
 
 
 def compare(
-    before: Path | Bundle, after: Path | Bundle, rules_dirs: Iterable[Path] = ()
+    before: Path | Bundle,
+    after: Path | Bundle,
+    rules_dirs: Iterable[Path] = (),
+    service: tuple[Mapping[str, Any] | None, Mapping[str, Any] | None] = (None, None),
 ) -> dict[str, Any]:
-    """Diagnose both bundles (same rules) and compare them."""
+    """Diagnose both bundles (same rules) and compare them; ``service``: each side's own
+    figures where known (:func:`diagnose.outcome.figures`)."""
     rules = list(rules_dirs)
-    return build_comparison(diagnose(before, rules), diagnose(after, rules))
+    return build_comparison(diagnose(before, rules), diagnose(after, rules), service)
 
 
 FILENAMES = {"html": "compare.html", "md": "compare.md", "json": "compare.json"}

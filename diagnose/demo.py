@@ -17,6 +17,7 @@ from diagnose.collect.registry import with_collector
 from diagnose.collect.session import CaptureResult, capture
 from diagnose.errors import DiagnoseError, ExitCode
 from diagnose.resources import samples_dir
+from diagnose.spawn import spawn
 
 DEFAULT_SAMPLE = "lock_contention"
 #: opt-in collectors a sample's bottleneck needs (the demo turns them on for it)
@@ -71,14 +72,14 @@ class SampleProcess:
         # stderr goes to a file, not a pipe nobody reads while the sample runs: a chatty
         # sample would fill the pipe and block
         self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(
+        # its own session, as a real service (not in diagnose's CPU share: autogroup); it
+        # gets SIGTERM if diagnose dies (it has no children of its own to take along)
+        self.proc = spawn(
             [sys.executable, str(path), "--seconds", str(seconds), *(args or [])],
             cwd=str(path.parent),
-            stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=self.stderr,
             env={**os.environ, **(env or {})},
-            start_new_session=True,  # as a real service: not in diagnose's CPU share (autogroup)
         )
 
     @property

@@ -30,6 +30,7 @@ from diagnose.collect.target import Target, check_trace_access, ptrace_help, res
 from diagnose.errors import PermissionDenied
 from diagnose.formats.pyspy import explain_failure
 from diagnose.render.text import plain
+from diagnose.spawn import run as spawn_run
 
 CAPS = {19: "CAP_SYS_PTRACE", 21: "CAP_SYS_ADMIN", 38: "CAP_PERFMON"}
 PYSPY_INSTALL = "pip install -U py-spy (in the environment diagnose runs from)"
@@ -136,10 +137,7 @@ def _target_checks(target: Target, pyspy: str | None) -> list[Check]:
         return checks
     pv = pyspy_version(pyspy)
     try:
-        res = subprocess.run(
-            [pyspy, "dump", "--pid", str(target.pid), "--nonblocking"],
-            capture_output=True, text=True, errors="replace", timeout=20, check=False,
-        )  # fmt: skip
+        res = spawn_run([pyspy, "dump", "--pid", str(target.pid), "--nonblocking"], timeout=20)
         ok, text = res.returncode == 0, res.stderr or res.stdout
     except (OSError, subprocess.SubprocessError) as exc:
         ok, text = False, str(exc)
@@ -160,10 +158,10 @@ def _perf_attach(caps: PerfCapabilities, pid: int) -> Check | None:
     if caps.perf is None or not caps.has("cpu_clock"):
         return None
     try:
-        res = subprocess.run(
+        res = spawn_run(
             [caps.perf, "stat", "-x", ",", "-e", "cpu-clock", "-p", str(pid), "--", "sleep", "0.1"],
-            capture_output=True, text=True, errors="replace", timeout=15, check=False,
-        )  # fmt: skip
+            timeout=15,
+        )
     except (OSError, subprocess.SubprocessError) as exc:
         return Check("perf attach", False, f"perf could not run: {exc}", "", ["perf", "perf_sched"])
     if res.returncode == 0:

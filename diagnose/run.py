@@ -20,9 +20,6 @@ warm-up; its bundle gets a ``capture.run`` section with the command's exit statu
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
-import functools
 import os
 import signal
 import subprocess
@@ -40,9 +37,7 @@ from diagnose.collect.base import CaptureOptions
 from diagnose.collect.redact import redact_argv
 from diagnose.collect.session import CaptureResult, capture, validate_options
 from diagnose.errors import OutputError, TargetError, UsageError
-
-_PR_SET_PDEATHSIG = 1
-_PR_SET_PTRACER = 0x59616D61  # Yama: let this PID (diagnose) and its children trace us
+from diagnose.spawn import spawn
 
 #: The guard: exits quietly on "done", else (diagnose died: EOF) stops the command's group.
 _GUARD = (
@@ -50,21 +45,6 @@ _GUARD = (
     'kill -TERM "-$1" 2>/dev/null; sleep 2; kill -KILL "-$1" 2>/dev/null; exit 0'
 )
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-libc = None
-with contextlib.suppress(OSError, TypeError):
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-
-
-def _child_setup(parent: int) -> None:  # runs in the command's process between fork and exec
-    if libc is not None:
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-        if os.getppid() != parent:  # diagnose died before PDEATHSIG was armed
-            os._exit(1)
-        # Where Yama restricts ptrace to descendants (ptrace_scope=1), allow diagnose's
-        # helpers (py-spy, perf: children of diagnose, not ancestors of the command) to
-        # read the command's stacks. Harmless (EINVAL) where Yama is absent.
-        libc.prctl(_PR_SET_PTRACER, parent, 0, 0, 0)
 
 
 @dataclass(frozen=True)
@@ -125,21 +105,21 @@ class LaunchedCommand:
         stderr: int | IO[Any] | None = None,
         env: Mapping[str, str] | None = None,
         cwd: str | Path | None = None,
+        pass_fds: Sequence[int] = (),
     ) -> None:
         self.argv = list(argv)
         self.started = time.monotonic()
         self.ended: float | None = None
         try:
-            self.proc = subprocess.Popen(
+            self.proc = spawn(
                 self.argv,
-                stdin=subprocess.DEVNULL,
+                death_signal=signal.SIGTERM,
+                ptracer=True,  # diagnose's py-spy and perf may read it under Yama too
                 stdout=stdout,
                 stderr=stderr,
                 env=None if env is None else dict(env),
                 cwd=None if cwd is None else str(cwd),
-                start_new_session=True,
-                preexec_fn=functools.partial(_child_setup, os.getpid()),
-                close_fds=True,
+                pass_fds=tuple(pass_fds),
             )
         except FileNotFoundError:
             raise TargetError(f"cannot start {self.argv[0]!r}: command not found") from None
@@ -159,13 +139,12 @@ class LaunchedCommand:
     def _start_guard(self) -> None:
         read_fd, write_fd = os.pipe()  # both close-on-exec: the command inherits neither
         try:
-            self._guard = subprocess.Popen(
+            self._guard = spawn(
                 ["/bin/sh", "-c", _GUARD, "diagnose-run-guard", str(self.pgid)],
+                death_signal=None,  # it must outlive diagnose: that is when it acts
                 stdin=read_fd,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
-                start_new_session=True,
-                close_fds=True,
             )
             self._guard_fd = write_fd
         except OSError:

@@ -21,7 +21,7 @@ from diagnose.resources import rules_dir
 from diagnose.tomlfile import TomlFile
 
 STAGE_KINDS = ("stage", "kernel", "model")
-WAIT_KINDS = ("idle", "lock", "io")
+WAIT_KINDS = ("idle", "lock", "io", "client")
 MAX_PATTERNS = 2000
 MAX_PATTERN_LEN = 200
 
@@ -78,20 +78,27 @@ def user_leaf(stack: Stack) -> str:
     return ""
 
 
+#: The interpreter's own machinery (evaluating bytecode, calling a function): what the
+#: Python frames already show. libpython's other functions (the regular expression engine,
+#: str methods, dict lookups) are work done on a line, and stay.
 _INTERP = re.compile(
-    r"(libpython|/python\d|_PyEval|PyEval_|_PyObject_|PyObject_Call|_PyFunction_|method_vectorcall|cfunction_|vectorcall)",
+    r"(_PyEval|PyEval_|_PyObject_|PyObject_Call|PyObject_Vectorcall|_PyFunction_|"
+    r"method_vectorcall|cfunction_|vectorcall|_Py_call|slot_tp_call|builtin_|_PyRun_|"
+    r"pymain_|Py_RunMain|Py_BytesMain)",
     re.I,
 )
 
 
 def mixed_stack(py: Stack, native: Stack) -> Stack:
-    """Python frames, then the native frames below the interpreter's last frame."""
+    """Python frames, then the native frames below the interpreter's last frame (by name:
+    frames of the interpreter's eval and call machinery; other libpython functions, such as
+    the regular expression engine and str methods, are the work of the line and stay)."""
     if not py:
         return native
     cut = 0
     for i, f in enumerate(native):
         name, file = split_frame(f)
-        if _INTERP.search(file) or _INTERP.search(name):
+        if _INTERP.search(name) or (name.startswith("[unknown]") and "python" in file):
             cut = i + 1
     return py + native[cut:]
 
@@ -191,57 +198,196 @@ class Category:
     kind: str  # stage | kernel | model
     description: str
     matcher: _Matcher
+    leaf: _Matcher | None = None  # model: user functions named like the model (leaf only)
+
+
+@dataclass
+class Pool:
+    """A native thread pool (frames.toml ``[[pool]]``): its libraries, its wait loops, and
+    the setting that sizes it (``{size}`` replaced by plain text substitution)."""
+
+    name: str
+    library: _Matcher
+    spin: _Matcher
+    fix: str
+
+    def fix_for(self, size: int) -> str:
+        return self.fix.replace("{size}", str(size))
+
+
+#: where the model call is in a stack, as :meth:`FrameRules.model_call` finds it
+ModelCall = tuple[int, str]  # (index of the first frame of the call, "framework" | "kernel")
 
 
 class FrameRules:
-    """The categories and wait lists of one frames.toml."""
+    """The categories, wait lists, structure hints and native pools of one frames.toml."""
 
-    def __init__(self, categories: list[Category], waits: dict[str, _Matcher], source: str) -> None:
+    def __init__(
+        self,
+        categories: list[Category],
+        waits: dict[str, _Matcher],
+        source: str,
+        handoff: _Matcher | None = None,
+        pools: list[Pool] | None = None,
+        spin: _Matcher | None = None,
+        serving: _Matcher | None = None,
+    ) -> None:
         self.categories = categories
         self.waits = waits
         self.source = source
+        self.handoff = handoff or _Matcher()
+        self.serving = serving or _Matcher()
+        self.pools = pools or []
+        self.spin = spin or _Matcher()
         self._stage = [c for c in categories if c.kind == "stage"]
         self._kernel = [c for c in categories if c.kind == "kernel"]
         self._model = [c for c in categories if c.kind == "model"]
+        self._compute = [c for c in self._kernel if c.name == "compute"]
         self._cache: dict[Stack, str] = {}
         self._wait_cache: dict[str, str | None] = {}
+        self._call_cache: dict[Stack, ModelCall | None] = {}
 
     @property
     def names(self) -> list[str]:
+        """Every on-CPU category: the file's, "spin" (a native pool's wait loops, placed by
+        analyse/pools.py where pools are defined) and "other"."""
         out = [c.name for c in self.categories]
-        return [*out, "other"]
+        return [*out, *(["spin"] if self.pools else []), "other"]
+
+    @property
+    def stage_names(self) -> list[str]:
+        return [c.name for c in self._stage]
+
+    def model_call(self, stack: Stack) -> ModelCall | None:
+        """Where the model is called in ``stack`` (root first), or None: the root-most
+        frame of a model framework's call (the "model" category's ``match``), else the first
+        native frame of a stack whose leaf-most native frame is a compute kernel (a GEMM
+        reached from the line that calls it). Never a user function's name."""
+        if stack in self._call_cache:
+            return self._call_cache[stack]
+        split = [split_frame(f) for f in stack]
+        found: ModelCall | None = None
+        for i, (n, f) in enumerate(split):
+            if any(c.matcher.matches(n, f) for c in self._model):
+                found = (i, "framework")
+                break
+        if found is None:
+            kernel = self.kernel_category(stack, split)
+            if kernel is not None and any(c.name == kernel for c in self._compute):
+                first = next(i for i, fr in enumerate(stack) if is_native_frame(fr))
+                found = (first, "kernel")
+        if len(self._call_cache) < 200_000:
+            self._call_cache[stack] = found
+        return found
+
+    def kernel_category(
+        self, stack: Stack, split: list[tuple[str, str]] | None = None
+    ) -> str | None:
+        """The kernel category (allocator, memory, compute) of the leaf-most native frame
+        that matches one, or None."""
+        split = split or [split_frame(f) for f in stack]
+        for frame, (n, f) in zip(reversed(stack), reversed(split), strict=True):
+            if not is_native_frame(frame):
+                continue
+            for cat in self._kernel:
+                if cat.matcher.matches(n, f):
+                    return cat.name
+        return None
+
+    def stage_by_name(self, stack: Stack, below: int | None = None) -> str | None:
+        """The stage category a frame names, looking only above index ``below`` (the model
+        call: a stage's name inside the model call is the model's own code), or None."""
+        end = len(stack) if below is None else below
+        split = [split_frame(f) for f in stack[:end]]
+        for cat in self._stage:
+            if any(cat.matcher.matches(n, f) for n, f in split):
+                return cat.name
+        return None
+
+    def inference_category(self, stack: Stack) -> str:
+        """What a sample inside the model call does: its kernel category, else "model"."""
+        return self.kernel_category(stack) or "model"
 
     def categorize(self, stack: Stack) -> str:
-        """The category of one on-CPU stack sample (root first). See frames.toml."""
+        """The category of one on-CPU stack sample (root first) by its frames' names alone.
+        See frames.toml; the call structure (analyse/stages.py) comes first where it can
+        place the sample."""
         hit = self._cache.get(stack)
         if hit is not None:
             return hit
-        split = [split_frame(f) for f in stack]
-        result = "other"
-        for cat in self._stage:
-            if any(cat.matcher.matches(n, f) for n, f in split):
-                result = cat.name
-                break
-        else:
-            found = False
-            for frame, (n, f) in zip(reversed(stack), reversed(split), strict=True):
-                if not is_native_frame(frame):
-                    continue
-                for cat in self._kernel:
-                    if cat.matcher.matches(n, f):
-                        result = cat.name
-                        found = True
-                        break
-                if found:
-                    break
-            if not found:
-                for cat in self._model:
-                    if any(cat.matcher.matches(n, f) for n, f in split):
-                        result = cat.name
-                        break
+        call = self.model_call(stack)
+        stage = self.stage_by_name(stack, call[0] if call else None)
+        result = stage or self.kernel_category(stack)
+        if result is None:
+            if call is not None or self._leaf_model(stack):
+                result = "model"
+            else:
+                result = "other"
         if len(self._cache) < 200_000:
             self._cache[stack] = result
         return result
+
+    def _leaf_model(self, stack: Stack) -> bool:
+        """Is the leaf-most Python frame a function named like the model (its own lines)?"""
+        leaf = python_leaf(stack)
+        if not leaf:
+            return False
+        n, f = split_frame(leaf)
+        return any(c.leaf is not None and c.leaf.matches(n, f) for c in self._model)
+
+    def is_serving(self, frame: str) -> bool:
+        """Is ``frame`` the serving machinery's (``[structure] serving``)?"""
+        n, f = split_frame(frame)
+        return self.serving.matches(n, f)
+
+    def is_handoff(self, frame: str) -> bool:
+        n, f = split_frame(frame)
+        return self.handoff.matches(n, f)
+
+    def serves_client(self, stack: Stack) -> bool:
+        """Is the code that asked for this socket wait a server's (``[waits] client``)?
+        The code that asked (the leaf-most Python frame outside the socket modules) decides:
+        a server module's frame, or the request handler the server module called (its
+        ``handle``/``do_POST`` reading the request from its own connection); a call the
+        handler makes further down (a client library, the app's own client) is a dependency's."""
+        m = self.waits.get("client")
+        py = [f for f in stack if not is_native_frame(f)]
+        caller = waiting_caller(stack)
+        if m is None or not caller:
+            return False
+        if m.matches(*split_frame(caller)):
+            return True
+        at = len(py) - 1 - py[::-1].index(caller)
+        return at > 0 and m.matches(*split_frame(py[at - 1]))
+
+    def pool_of(self, frames: list[str]) -> Pool | None:
+        """The pool whose libraries most of ``frames`` (native frames) are in."""
+        counts = [0] * len(self.pools)
+        for frame in frames:
+            _, f = split_frame(frame)
+            for i, p in enumerate(self.pools):
+                if p.library.matches("", f):
+                    counts[i] += 1
+                    break
+        if not counts or max(counts) == 0:
+            return None
+        return self.pools[counts.index(max(counts))]
+
+    def spins(self, stack: Stack, pool: Pool | None) -> bool:
+        """Is this on-CPU sample a pool's wait loop (its leaf-most user frame one of the
+        pool's ``spin`` frames), or a yield anywhere in the stack?"""
+        for frame in stack:
+            n, f = split_frame(frame)
+            if self.spin.matches(n, f):
+                return True
+        if pool is None:
+            return False
+        for frame in reversed(stack):
+            if frame.endswith(f"({KERNEL})"):
+                continue
+            n, f = split_frame(frame)
+            return pool.spin.matches(n, f)
+        return False
 
     def wait_kind(self, leaf_frame: str) -> str | None:
         """'idle' | 'lock' | 'io' for a blocked thread's leaf-most Python frame, or None."""
@@ -256,6 +402,51 @@ class FrameRules:
                 break
         self._wait_cache[leaf_frame] = result
         return result
+
+
+#: files of the modules a socket read or write goes through on its way to the kernel
+_SOCKET_MODULES = ("socket.py", "ssl.py", "selectors.py", "io.py", "_pyio.py")
+
+
+def waiting_caller(stack: Stack) -> str:
+    """The code that asked for a wait: the leaf-most Python frame outside the modules a
+    socket read or write goes through (socket.py, ssl.py, selectors.py, io.py); "" if none."""
+    for frame in reversed(stack):
+        if is_native_frame(frame):
+            continue
+        if split_frame(frame)[1].endswith(_SOCKET_MODULES):
+            continue
+        return frame
+    return ""
+
+
+def _pools(tf: TomlFile, path: Path) -> tuple[list[Pool], _Matcher]:
+    raw = tf.data.get("pool", [])
+    if not isinstance(raw, list):
+        raise BadRules(f"{path}: [[pool]] must be an array of tables")
+    pools: list[Pool] = []
+    for i, p in enumerate(raw):
+        where = tf.where(tf.table_line("pool", i))
+        if not isinstance(p, dict) or not isinstance(p.get("name"), str):
+            raise BadRules(f"{where}: a [[pool]] needs a name")
+        fix = p.get("fix", "")
+        if not isinstance(fix, str) or len(fix) > 400:
+            raise BadRules(f"{where}: a pool's fix must be a string of at most 400 characters")
+        libs = p.get("library", [])
+        if not isinstance(libs, list) or not all(isinstance(x, str) for x in libs):
+            raise BadRules(f"{where}: a pool's library must be a list of file globs")
+        pools.append(
+            Pool(
+                name=str(p["name"])[:40],
+                library=_compile([{"file": x} for x in libs], where),
+                spin=_compile(p.get("spin", []), where),
+                fix=fix,
+            )
+        )
+    common = tf.data.get("pools", {})
+    if not isinstance(common, dict):
+        raise BadRules(f"{path}: [pools] must be a table")
+    return pools, _compile(common.get("spin", []), f"{path}: [pools] spin")
 
 
 def load_frame_rules(path: Path) -> FrameRules:
@@ -280,7 +471,12 @@ def load_frame_rules(path: Path) -> FrameRules:
             raise BadRules(f"{where}: kind must be one of {', '.join(STAGE_KINDS)}, got {kind!r}")
         seen.add(name)
         matcher = _compile(c.get("match", []), tf.where(tf.key_line("match", line)))
-        cats.append(Category(name, kind, str(c.get("description", "")), matcher))
+        leaf = None
+        if "leaf" in c:
+            if kind != "model":
+                raise BadRules(f"{where}: only a model category takes 'leaf'")
+            leaf = _compile(c["leaf"], tf.where(tf.key_line("leaf", line)))
+        cats.append(Category(name, kind, str(c.get("description", "")), matcher, leaf))
     waits_raw = tf.data.get("waits", {})
     if not isinstance(waits_raw, dict):
         raise BadRules(f"{path}: [waits] must be a table")
@@ -289,7 +485,13 @@ def load_frame_rules(path: Path) -> FrameRules:
         if kind not in WAIT_KINDS:
             raise BadRules(f"{path}: [waits] keys are {', '.join(WAIT_KINDS)}, not {kind!r}")
         waits[kind] = _compile(entries, tf.where(tf.key_line(kind)))
-    return FrameRules(cats, waits, str(path))
+    structure = tf.data.get("structure", {})
+    if not isinstance(structure, dict):
+        raise BadRules(f"{path}: [structure] must be a table")
+    handoff = _compile(structure.get("handoff", []), tf.where(tf.key_line("handoff")))
+    serving = _compile(structure.get("serving", []), tf.where(tf.key_line("serving")))
+    pools, spin = _pools(tf, path)
+    return FrameRules(cats, waits, str(path), handoff, pools, spin, serving)
 
 
 @lru_cache(maxsize=8)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from diagnose.analyse.model import Context, most_common, rounded
+from diagnose.analyse.stages import thread_category
 from diagnose.formats.pyspy import parse_raw
 
 
@@ -30,7 +31,7 @@ def gil_holders(ctx: Context) -> None:
     """Step: which threads and code held the GIL (py-spy --gil samples)."""
     if ctx.data.gil_folded is None:
         return
-    m, frames = ctx.metrics, ctx.frames
+    m = ctx.metrics
     by_thread: dict[str, float] = defaultdict(float)
     by_site: dict[str, float] = defaultdict(float)
     total = preprocess = 0.0
@@ -38,7 +39,7 @@ def gil_holders(ctx: Context) -> None:
         by_thread[f"{name or 'thread'} ({tid})"] += count
         by_site[stack[-1] if stack else "?"] += count
         total += count
-        if stack and frames.categorize(tuple(stack)) == "preprocess":
+        if stack and thread_category(ctx, tid, tuple(stack)) == "preprocess":
             preprocess += count
     m["gil_held_samples"] = int(total)
     m["gil_holder_preprocess_share"] = rounded(preprocess / total, 3) if total > 0 else 0.0

@@ -48,6 +48,35 @@ class OnCpuSample:
     stack: Stack
     weight: float  # perf samples, or CPU-seconds for py-spy stacks
     category: str  # a category of rules/frames.toml, or "other"
+    #: what decided the category: "name" (frames.toml), or "structure": where the sample
+    #: sits relative to the model call (analyse/stages.py)
+    how: str = "name"
+
+
+@dataclass(frozen=True)
+class ModelPath:
+    """Where a thread calls the model: its Python frames from the root to the frame that
+    makes the call (``path[-1]``, at the line of the call), and how the call was found
+    ("framework": a model framework's frame; "kernel": a native compute kernel)."""
+
+    path: Stack
+    found_by: str
+    weight: float  # on-CPU time inside the model reached from this path
+    callee: str = ""  # the call's first frame (a framework's Python frame, or native)
+
+
+@dataclass
+class Structure:
+    """The call structure the stage step found: per thread the paths that call the model
+    (and all of them merged, ``calls``), the threads that feed them (tid -> the evidence), and how calls made on a model call's
+    own line were ordered (``same_line``: (tid, the line's frames) -> "pre" | "post" | "")."""
+
+    paths: dict[int, list[ModelPath]] = field(default_factory=dict)
+    #: every thread's paths merged (threads that run the same handler call the model at the
+    #: same place): what samples are placed against
+    calls: list[ModelPath] = field(default_factory=list)
+    feeders: dict[int, str] = field(default_factory=dict)
+    same_line: dict[tuple[int, Stack], str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -174,8 +203,10 @@ class Context:
     #: the waiter's Python leaf and native leaf (set by the thread-state step; None
     #: without perf's futex tracepoints)
     futex: pd.DataFrame | None = None
-    #: on-CPU samples, categorised (set by the on-CPU step)
+    #: on-CPU samples, categorised (set by the on-CPU step, placed by the stage step)
     oncpu: list[OnCpuSample] = field(default_factory=list)
+    #: the call structure: where threads call the model, who feeds them (the stage step)
+    structure: Structure | None = None
     #: lock hot spots, longest wait first (set by the lock steps)
     hotspots: list[Hotspot] = field(default_factory=list)
 

@@ -31,15 +31,16 @@ from diagnose.analyse.model import (
 from diagnose.formats.stacks import Stack, ThreadFrame
 
 #: on-CPU categories only native frames can reveal: without perf they are not measured
-NATIVE_CATEGORIES = ("compute", "memory", "allocator")
+NATIVE_CATEGORIES = ("compute", "memory", "allocator", "spin")
 #: the categories inside the model
 INFERENCE_CATEGORIES = ("compute", "memory", "model")
 
 Sample = tuple[int, Stack, float]  # (tid, stack, weight)
 
 
-def oncpu(ctx: Context) -> None:
-    """Step: on-CPU shares by category, the top functions, how serial preprocessing is."""
+def oncpu_samples(ctx: Context) -> None:
+    """Step: the on-CPU samples, each categorised by its frames' names (``ctx.oncpu``); the
+    stage step places them by call structure next, and :func:`oncpu_shares` sums them."""
     data, m = ctx.data, ctx.metrics
     if data.native_samples is not None and not data.native_samples.empty:
         samples = perf_samples(data)
@@ -63,6 +64,15 @@ def oncpu(ctx: Context) -> None:
     ctx.oncpu = [
         OnCpuSample(tid, st, w, ctx.frames.categorize(st)) for (tid, st), w in per_stack.items()
     ]
+
+
+def oncpu_shares(ctx: Context) -> None:
+    """Step: on-CPU shares by category, the top functions, how serial preprocessing is."""
+    m = ctx.metrics
+    if m.get("oncpu_source") is None:
+        return
+    native = m["oncpu_source"] != "py-spy"
+    total = sum(s.weight for s in ctx.oncpu)
     if total <= 0:
         for c in ctx.frames.names:
             m[f"oncpu_share_{c}"] = 0.0 if native or c not in NATIVE_CATEGORIES else None
@@ -109,6 +119,7 @@ def _shares(ctx: Context, total: float, native: bool) -> None:
     m["compute_top_function"] = most_common(comp, 1)[0][0] if comp else ""
     _preprocess_threads(ctx, thread_by_cat.get("preprocess", {}))
     ctx.out.oncpu = {
+        **ctx.out.oncpu,  # the stage step's "structure"
         "total_weight": total,
         "native": native,
         "shares": {c: rounded(by_cat.get(c, 0.0) / total, 4) for c in frames.names},

@@ -9,7 +9,7 @@ is ``None`` with the reason (the missing collector's, or "no data").
 To add a step (a new collector's view, say): write ``def my_step(ctx: Context) -> None`` in
 the module of its subject, add its metrics to the catalogue, and put it in ``STEPS`` after
 the steps whose results it reads (``ctx.threads`` after ``thread_states``, ``ctx.oncpu``
-after ``oncpu``, ``ctx.hotspots`` after ``proc_locks``). Test it on a hand-built
+after ``oncpu_samples`` (placed by ``stages``), ``ctx.hotspots`` after ``proc_locks``). Test it on a hand-built
 ``Context`` (tests/unit/analysis.py). The order of ``STEPS`` is also the order of the
 metrics in report.json.
 """
@@ -24,7 +24,9 @@ from diagnose.analyse import (
     host,
     locks,
     oncpu,
+    pools,
     sched,
+    stages,
     threads,
 )
 from diagnose.analyse.frames import FrameRules
@@ -46,8 +48,12 @@ STEPS: tuple[Step, ...] = (
     threads.thread_timeline,
     # locks from /proc and py-spy (holders inferred)
     locks.proc_locks,
-    # on-CPU time and stages
-    oncpu.oncpu,
+    # on-CPU time and stages: samples by name, placed by call structure, then summed
+    oncpu.oncpu_samples,
+    stages.stages,
+    # native thread pools: their threads, CPU and spin (spin samples become "spin")
+    pools.pools,
+    oncpu.oncpu_shares,
     # who holds the GIL
     gil.gil_holders,
     # flame graphs of wall-clock time and waits

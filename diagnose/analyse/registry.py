@@ -189,6 +189,25 @@ CATALOGUE: tuple[MetricDef, ...] = (
         "idle_share", "share", "proc", "Idle time (sleeping, waiting for work) / all thread time."
     ),
     _def(
+        "idle_share_client",
+        "share",
+        "proc,pyspy",
+        "Share of idle time spent waiting for the service's own clients: a server thread reading the next request on a kept-alive connection, or writing a response a client reads slowly (a socket wait on behalf of http.server, socketserver, gunicorn, uvicorn, h11, werkzeug, ...: rules/frames.toml [waits] client). Client-bound, not a dependency.",
+    ),
+    _def(
+        "io_wait_top_frame",
+        "text",
+        "proc,pyspy",
+        "The code that asked for the most I/O wait: the leaf-most Python frame outside the socket modules (socket.py, ssl.py, selectors.py, io.py), e.g. the HTTP or database client call. The dependency's address is not recorded by this capture.",
+        kind="text",
+    ),
+    _def(
+        "io_wait_top_frame_share",
+        "share",
+        "proc,pyspy",
+        "Share of the I/O wait time spent at io_wait_top_frame.",
+    ),
+    _def(
         "busy_threads_mean",
         "threads",
         "proc",
@@ -376,6 +395,12 @@ CATALOGUE: tuple[MetricDef, ...] = (
         "Share of on-CPU samples in preprocessing (decode, resize, tokenise, normalise, JSON parsing, pandas).",
     ),
     _def(
+        "oncpu_share_postprocess",
+        "share",
+        "proc,pyspy",
+        "Share of on-CPU samples in postprocessing: what a thread that calls the model runs after the model call in its handler (decoding and filtering the output, building the response), or code named like postprocessing.",
+    ),
+    _def(
         "oncpu_share_serialisation",
         "share",
         "proc,pyspy",
@@ -410,7 +435,7 @@ CATALOGUE: tuple[MetricDef, ...] = (
         "oncpu_share_other",
         "share",
         "proc,pyspy",
-        "Share of on-CPU samples in everything else (request handling, business logic, interpreter).",
+        "Share of on-CPU samples neither the call structure nor the frames' names could place (request handling, business logic, the interpreter): the unexplained share every report shows. Large, it lowers the confidence of a verdict that rests on the on-CPU composition.",
     ),
     _def(
         "oncpu_share_inference",
@@ -456,6 +481,66 @@ CATALOGUE: tuple[MetricDef, ...] = (
         "proc,pyspy",
         "The leaf function with most on-CPU samples.",
         kind="text",
+    ),
+    # --- native thread pools ---
+    _def(
+        "pool_threads",
+        "threads",
+        "perf",
+        "Threads without Python frames that belong to a native pool (OpenBLAS, OpenMP, MKL, onnxruntime, torch): most of their on-CPU native frames are in its libraries (rules/frames.toml [[pool]]).",
+    ),
+    _def(
+        "pool_cpu_share",
+        "share",
+        "perf",
+        "Share of on-CPU samples on native pool threads.",
+    ),
+    _def(
+        "oncpu_share_spin",
+        "share",
+        "perf",
+        "Share of on-CPU samples spinning in a native pool's wait loops (blas_thread_server, exec_blas, gomp barriers, kmp waits, sched_yield), in pool threads or in the application threads that started the parallel region: CPU spent waiting, not computing.",
+        better="lower",
+    ),
+    _def(
+        "pool_name",
+        "text",
+        "perf",
+        "The native pool with the most on-CPU and spin time.",
+        kind="text",
+    ),
+    _def(
+        "pool_size_fix",
+        "text",
+        "perf",
+        "The setting that sizes that pool, with the value that fits the cores for the application threads (intra_op_suggestion), e.g. OPENBLAS_NUM_THREADS=1.",
+        kind="text",
+    ),
+    # --- stages by call structure ---
+    _def(
+        "oncpu_share_placed",
+        "share",
+        "proc,pyspy",
+        "Share of on-CPU samples whose stage the call structure decided (inside the model call, before or after it in the handler, or in a thread feeding the model's threads) rather than the frames' names.",
+    ),
+    _def(
+        "model_call_threads",
+        "threads",
+        "proc,pyspy",
+        "Threads seen calling the model: a model framework's frame (onnxruntime run, a torch module's call) or, with perf, a native compute kernel, in their on-CPU stacks.",
+    ),
+    _def(
+        "model_call_site",
+        "text",
+        "proc,pyspy",
+        "The frame that calls the model most (the handler's line, or the line of the GEMM): where preprocessing ends and postprocessing begins.",
+        kind="text",
+    ),
+    _def(
+        "feeder_threads",
+        "threads",
+        "proc,pyspy",
+        "Threads that never call the model but hand work to the threads that do (a queue put, an executor submit, a thread-pool run; or, with perf, they woke those threads' waits for work): a preprocessing stage.",
     ),
     # --- locks, from /proc and py-spy ---
     _def(

@@ -29,10 +29,11 @@ import numpy as np
 import pandas as pd
 
 from diagnose.analyse.arch import Syscalls
-from diagnose.analyse.frames import FrameRules, python_leaf, user_leaf
+from diagnose.analyse.frames import FrameRules, python_leaf, user_leaf, waiting_caller
 from diagnose.analyse.joins import map_distinct, python_stack_at
 from diagnose.analyse.load import BundleData
 from diagnose.analyse.model import BUSY_STATES, STATES, Context, ThreadTime, ratio, rounded
+from diagnose.formats.stacks import Stack
 
 #: Native leaf frames (glibc, musl, libstdc++) of a thread blocked acquiring a mutex.
 MUTEX_FRAMES = (
@@ -94,6 +95,11 @@ def thread_metrics(ctx: Context) -> None:
     for s in BUSY_STATES:
         m[f"busy_share_{s}"] = rounded(ratio(sums[s], busy), 4) if busy > 0 else 0.0
     m["idle_share"] = rounded(ratio(sums["idle"], total), 4) if total > 0 else None
+    if "client" in iv:
+        client = float(iv["client"].sum())
+        m["idle_share_client"] = (
+            rounded(ratio(client, sums["idle"]), 4) if sums["idle"] > 0 else 0.0
+        )
     if window > 0:
         m["busy_threads_mean"] = rounded(busy / window, 3)
         m["running_threads_mean"] = rounded(sums["running"] / window, 3)
@@ -104,6 +110,21 @@ def thread_metrics(ctx: Context) -> None:
         rounded(ratio(sums["runnable"], sums["running"]), 3) if sums["running"] > 0 else None
     )
     _thread_counts(ctx, per, window)
+    _io_waits(ctx, iv, sums["io"])
+
+
+def _io_waits(ctx: Context, iv: pd.DataFrame, io_total: float) -> None:
+    """Where the I/O waits were: the code that asked for the most of them."""
+    io = iv[iv["io"] > 0]
+    if io_total <= 0 or io.empty or "wait_stack" not in io:
+        return
+    stacks = ctx.data.py_stacks
+    callers = map_distinct(io["wait_stack"], lambda sid: waiting_caller(stacks.get(sid, ())))
+    by_frame = io["io"].groupby(callers).sum().sort_values(ascending=False)
+    top, secs = str(by_frame.index[0]), float(by_frame.iloc[0])
+    m = ctx.metrics
+    m["io_wait_top_frame"] = top or "no Python frame (a native thread)"
+    m["io_wait_top_frame_share"] = rounded(ratio(secs, io_total), 3)
 
 
 def _thread_counts(ctx: Context, per: pd.DataFrame, window: float) -> None:
@@ -157,11 +178,18 @@ def thread_time(
     df["stack_id"] = python_stack_at(data.py_intervals, df["t"], df["tid"])
     leaves = {sid: python_leaf(st) for sid, st in data.py_stacks.items()}
     df["py_leaf"] = map_distinct(df["stack_id"], lambda sid: leaves.get(sid, ""))
-    # the wait kind of the leaf frame: "idle" | "lock" | "io", "" for none, None: no stack
-    leaf_kind = pd.Series(
-        map_distinct(df["py_leaf"], lambda f: (frames.wait_kind(f) or "") if f else None),
+    # the wait kind of the stack: "idle" | "lock" | "io" | "client", "" for none, None: no stack
+    kinds = {
+        sid: stack_wait_kind(frames, st) if leaves[sid] else None
+        for sid, st in data.py_stacks.items()
+    }
+    stack_kind = pd.Series(
+        map_distinct(df["stack_id"], lambda sid: kinds.get(sid) if sid in kinds else None),
         index=df.index,
     )
+    df["client"] = (stack_kind == "client").to_numpy()
+    # waiting for one's own clients is idle (client-bound), never a dependency
+    leaf_kind = stack_kind.where(stack_kind != "client", "idle")
     py_tids = data.python_tids
     gr = data.gil_range
     calls = Syscalls.of(data.machine)
@@ -210,6 +238,18 @@ def _intervals(df: pd.DataFrame, calls: Syscalls) -> pd.DataFrame:
     iv["wait_leaf"] = np.where(
         from_start, g["py_leaf"].shift(1)[valid].fillna(""), iv["py_leaf"].to_numpy()
     )
+    if "client" in df:
+        was_client = np.where(
+            from_start,
+            g["client"].shift(1)[valid].fillna(False).astype(bool),
+            df.loc[valid, "client"].to_numpy(dtype=bool),
+        )
+        iv["client"] = np.where(was_client, iv["idle"], 0.0)
+    iv["wait_stack"] = np.where(
+        from_start,
+        g["stack_id"].shift(1)[valid].fillna(-1).astype("int64"),
+        iv["stack_id"].fillna(-1).astype("int64").to_numpy(),
+    )
     return iv.reset_index(drop=True)
 
 
@@ -236,6 +276,18 @@ def _per_thread(
         for n, c, p in zip(per["name"], per["comm"], per["python"], strict=True)
     ]
     return per.reset_index()
+
+
+def stack_wait_kind(frames: FrameRules, stack: Stack) -> str:
+    """What a thread blocked in ``stack`` waits for: its leaf-most Python frame's wait kind
+    ("idle" | "lock" | "io", "" for none), except that a socket wait on behalf of a server's
+    own code (``[waits] client``: reading the next request on a kept-alive connection,
+    writing a response the client reads slowly) is "client": idle, bound by the clients,
+    not a dependency."""
+    kind = frames.wait_kind(python_leaf(stack)) or ""
+    if kind in ("", "io") and frames.serves_client(stack):
+        return "client"
+    return kind
 
 
 def classify_waits(

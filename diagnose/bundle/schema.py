@@ -199,6 +199,8 @@ MANIFEST = Obj(
                 "followed_from": Opt(INT),
                 "siblings": _INTS,
                 "note": STR,
+                "selection": STR,
+                "left_out": ListOf(Obj({"pid": INT, "comm": STR, "why": STR})),
             }
         ),
         "host": Obj({"hostname": STR, "logical_cpus": Opt(INT)}),

@@ -119,7 +119,10 @@ def after_capture_options(f):  # type: ignore[no-untyped-def]
             "--follow/--no-follow",
             default=True,
             show_default=True,
-            help="When the process is a wrapper (a shell, a gunicorn master), capture its busiest Python child instead.",
+            help="When the process only supervises others (a shell or exec wrapper, a "
+            "gunicorn/uvicorn/celery/torchrun master, a multiprocessing parent whose children "
+            "run its program), capture its busiest worker instead; a process that serves "
+            "itself is kept, its helper children are left out (docs/playbook.md).",
         ),
         click.option(
             "--format",
@@ -203,7 +206,7 @@ def report_capture(
     ``notes`` are extra lines for the terminal (the JSON carries the same in the report).
     """
     if result.target.note:  # it names the wrapper by its comm, which the target chose
-        click.echo(f"diagnose: {term(result.target.note, 1000)}", err=True)
+        click.echo(f"diagnose: {term(result.target.note, 1200)}", err=True)
     source = result.writer.dir.dup() if result.writer is not None else result.bundle
     d, paths = write_reports(source, formats, None, rules_dirs)
     cut_short = _cut_short_by_disk(result)

@@ -1,48 +1,35 @@
 """Helper processes (py-spy, perf) that can never outlive diagnose.
 
-Each is started in its own session, so a Ctrl-C in the terminal reaches diagnose only and
-diagnose decides how to stop them; each gets SIGINT from the kernel if diagnose dies
-(``PR_SET_PDEATHSIG``), which makes py-spy and perf write what they have and exit (one
-that finds diagnose already gone when it arms the signal exits at once); and each is given
-a bounded run time of its own (``--duration``, ``-- sleep``) as a last resort.
+Each is started by :func:`diagnose.spawn.spawn`: in its own session, so a Ctrl-C in the
+terminal reaches diagnose only and diagnose decides how to stop them; with SIGINT from the
+kernel if diagnose dies (``PR_SET_PDEATHSIG``), which makes py-spy and perf write what they
+have and exit (one that finds diagnose already gone when it arms the signal exits at once);
+and each is given a bounded run time of its own (``--duration``, ``-- sleep``) as a last
+resort.
 Stopping is SIGINT, a grace period, then SIGKILL.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import os
 import re
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-_PR_SET_PDEATHSIG = 1
-_libc = None
-with contextlib.suppress(OSError, TypeError):
-    _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+from diagnose.spawn import spawn
 
 _LIVE: set[subprocess.Popen[bytes]] = set()
 _LIVE_LOCK = threading.Lock()
 
 
-def _preexec(parent: int) -> Callable[[], None]:
-    def run() -> None:  # runs in the child between fork and exec
-        os.umask(0o077)  # what the tool writes into the bundle is private too
-        if _libc is not None:
-            _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGINT, 0, 0, 0)
-        if os.getppid() != parent:  # diagnose died before the signal was armed
-            os._exit(1)
-
-    return run
-
-
 _ANCHORED = re.compile(r"^/proc/self/fd/(\d+)(?:/|$)")
+#: an anchored path as a whole argument or as an option's value (``--csv=/proc/self/fd/N/x``)
+_ANCHORED_ARG = re.compile(r"^(?:[^=/]*=)?/proc/self/fd/(\d+)(?:/|$)")
 
 
 def anchored_fds(argv: Sequence[str]) -> tuple[int, ...]:
@@ -51,7 +38,7 @@ def anchored_fds(argv: Sequence[str]) -> tuple[int, ...]:
     diagnose holds open (``bundle/safedir.py``)."""
     fds: set[int] = set()
     for arg in argv:
-        m = _ANCHORED.match(str(arg).split("=", 1)[-1])
+        m = _ANCHORED_ARG.match(str(arg))
         if m:
             fds.add(int(m.group(1)))
     return tuple(sorted(fds))
@@ -85,15 +72,13 @@ class Child:
             flags |= os.O_TRUNC if _ANCHORED.match(str(stderr_path)) else os.O_EXCL
             fd = os.open(stderr_path, flags, 0o600)
         self._err_fd = fd  # kept open to read the stderr back, whatever its path becomes
-        self.proc = subprocess.Popen(
+        self.proc = spawn(
             self.argv,
-            stdin=subprocess.DEVNULL,
+            death_signal=signal.SIGINT,  # the tools write what they have, and exit
+            umask=0o077,  # what the tool writes into the bundle is private too
             stdout=subprocess.PIPE if stdout_pipe else fd,
             stderr=fd,
-            start_new_session=True,
-            preexec_fn=_preexec(os.getpid()),
             cwd=cwd,
-            close_fds=True,
             pass_fds=anchored_fds(self.argv),
         )
         with _LIVE_LOCK:

@@ -44,6 +44,7 @@ from diagnose.formats.pyspy import (
 )
 from diagnose.formats.speedscope import write_evented_speedscope
 from diagnose.formats.stacks import Interval, StackTable, ThreadFrame, format_folded
+from diagnose.spawn import run as spawn_run
 
 CHUNK_SECONDS = 60.0
 #: what py-spy prints (to stdout, into the same file as its stderr) once it has attached
@@ -63,9 +64,7 @@ def pyspy_version(binary: str) -> str:
     import subprocess
 
     try:
-        out = subprocess.run(
-            [binary, "--version"], capture_output=True, text=True, timeout=10, check=False
-        )
+        out = spawn_run([binary, "--version"], timeout=10)
         return out.stdout.strip().replace("py-spy ", "")
     except (OSError, subprocess.SubprocessError):
         return "?"

@@ -214,6 +214,28 @@ def capture(
         lock.release()
 
 
+def target_record(target: Target) -> dict[str, object]:
+    """The manifest's ``target``: the process captured, and when it was chosen among
+    several (a wrapper's child, a master's worker, a service with helper children), how
+    (``selection``) and which processes were left out and why (``left_out``)."""
+    rec: dict[str, object] = {
+        "pid": target.pid,
+        "comm": target.comm,
+        "exe": target.exe,
+        "cmdline": redact_argv(target.cmdline),
+        "is_python": target.is_python,
+        "python_version": target.python_version,
+        "followed_from": target.followed_from,
+        "siblings": list(target.siblings),
+        "note": target.note,
+    }
+    if target.selection and (target.left_out or target.followed_from is not None):
+        rec["selection"] = target.selection
+    if target.left_out:
+        rec["left_out"] = [x.to_dict() for x in target.left_out]
+    return rec
+
+
 def _capture_locked(
     target: Target,
     out: Path | None,
@@ -245,17 +267,7 @@ def _capture_locked(
     collectors = build_collectors(options.collectors)
     manifest = Manifest(
         tool_version=__version__,
-        target={
-            "pid": target.pid,
-            "comm": target.comm,
-            "exe": target.exe,
-            "cmdline": redact_argv(target.cmdline),
-            "is_python": target.is_python,
-            "python_version": target.python_version,
-            "followed_from": target.followed_from,
-            "siblings": list(target.siblings),
-            "note": target.note,
-        },
+        target=target_record(target),
         host={
             "hostname": socket.gethostname(),
             "logical_cpus": os.cpu_count(),

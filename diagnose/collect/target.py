@@ -1,22 +1,20 @@
-"""Finding the process to diagnose: does it exist, may we trace it, is it Python, and is it
-only a wrapper (a shell, a gunicorn/uvicorn master) whose children do the work?"""
+"""Finding the processes to diagnose: does the PID exist, may we trace it, is it Python, and
+is it the service itself or only a supervisor (a shell, a gunicorn/uvicorn master) whose
+children do the work? The decision is :mod:`diagnose.collect.selection`'s, from the process
+tree's structure (:mod:`diagnose.collect.proctree`)."""
 
 from __future__ import annotations
 
 import dataclasses
 import errno
 import os
-import re
-import time
 from dataclasses import dataclass, field
 
 import psutil
 
+from diagnose.collect.proctree import python_identity, read_tree
+from diagnose.collect.selection import LeftOut, Selection, one_process, select_service
 from diagnose.errors import PermissionDenied, TargetError
-
-_PY_EXE = re.compile(r"^python(\d(\.\d+)?)?[dmu]*$")
-_LIBPY = re.compile(r"libpython(\d)\.(\d+)[a-z]*\.so")
-_EXE_VERSION = re.compile(r"python(\d)\.(\d+)")
 
 
 @dataclass(frozen=True)
@@ -32,7 +30,9 @@ class Target:
     python_elf: str | None  # the ELF (executable or libpython) that holds the interpreter
     followed_from: int | None = None  # the wrapper PID the user gave, if we followed a child
     note: str = ""  # what we did and why, for the terminal and the manifest
-    siblings: tuple[int, ...] = field(default_factory=tuple)  # other Python children
+    siblings: tuple[int, ...] = field(default_factory=tuple)  # processes left out (PIDs)
+    left_out: tuple[LeftOut, ...] = field(default_factory=tuple)  # and why, for people
+    selection: str = ""  # how it was chosen: selection.Selection.kind ("" with --no-follow)
 
     def alive(self) -> bool:
         try:
@@ -83,33 +83,7 @@ def check_trace_access(pid: int) -> None:
         # EINVAL and friends (e.g. a kernel without CONFIG_HAVE_ARCH_TRACEHOOK): not fatal
 
 
-def _python_identity(proc: psutil.Process) -> tuple[bool, str | None, str | None]:
-    """(is it Python, version "3.x" if named, path of the ELF holding the interpreter)."""
-    pid = proc.pid
-    exe = ""
-    try:
-        exe = proc.exe()
-    except psutil.Error:
-        pass
-    maps = _read(f"/proc/{pid}/maps")
-    for line in maps.splitlines():
-        m = _LIBPY.search(line)
-        if m:
-            path = line.split(None, 5)[-1] if len(line.split(None, 5)) == 6 else None
-            return True, f"{m.group(1)}.{m.group(2)}", path
-    base = os.path.basename(exe)
-    if _PY_EXE.match(base):
-        m = _EXE_VERSION.search(base)
-        version = f"{m.group(1)}.{m.group(2)}" if m else None
-        if version is None:
-            # `python3` -> resolve symlink name, else ask nothing: py-spy will tell.
-            m = _EXE_VERSION.search(os.path.basename(os.path.realpath(exe)))
-            version = f"{m.group(1)}.{m.group(2)}" if m else None
-        return True, version, exe
-    return False, None, None
-
-
-def _describe(proc: psutil.Process, followed_from: int | None = None, note: str = "") -> Target:
+def _describe(proc: psutil.Process) -> Target:
     try:
         with proc.oneshot():
             comm = proc.name()
@@ -124,7 +98,7 @@ def _describe(proc: psutil.Process, followed_from: int | None = None, note: str 
         raise TargetError(f"process {proc.pid} exited") from exc
     except psutil.AccessDenied as exc:
         raise PermissionDenied(ptrace_help(proc.pid)) from exc
-    is_py, version, elf = _python_identity(proc)
+    is_py, version, elf = python_identity(proc.pid, exe)
     return Target(
         pid=proc.pid,
         comm=comm,
@@ -135,36 +109,16 @@ def _describe(proc: psutil.Process, followed_from: int | None = None, note: str 
         is_python=is_py,
         python_version=version,
         python_elf=elf,
-        followed_from=followed_from,
-        note=note,
     )
 
 
-def _cpu_busy(procs: list[psutil.Process], window: float) -> dict[int, float]:
-    """CPU use of each process over ``window`` seconds, in cores."""
-    before: dict[int, float] = {}
-    for p in procs:
-        try:
-            t = p.cpu_times()
-            before[p.pid] = t.user + t.system
-        except psutil.Error:
-            pass
-    time.sleep(window)
-    out: dict[int, float] = {}
-    for p in procs:
-        try:
-            t = p.cpu_times()
-            out[p.pid] = (t.user + t.system - before.get(p.pid, 0.0)) / window
-        except psutil.Error:
-            pass
-    return out
-
-
 def resolve_target(pid: int, follow_children: bool = True) -> Target:
-    """Turn the user's PID into the process to capture.
+    """Turn the user's PID into the process to capture (see collect/selection.py).
 
-    A PID whose Python children do the work is followed to its busiest Python child, and
-    we say so; with ``follow_children=False`` the PID is used as given.
+    The PID given is kept when it is the service itself, whatever helper children it has;
+    a supervisor (a wrapper, a pre-fork master, a multiprocessing parent) is followed to its
+    busiest worker; the note says which process and why, and names who was left out and
+    why; ``follow_children=False`` uses the PID as given.
     """
     if pid <= 0:
         raise TargetError(f"{pid} is not a valid PID")
@@ -182,37 +136,53 @@ def resolve_target(pid: int, follow_children: bool = True) -> Target:
     tgid = _status_field(pid, "Tgid")
     if tgid and tgid != str(pid):
         raise TargetError(f"{pid} is a thread of process {tgid}; use the process's PID ({tgid})")
-    target = _describe(proc)
     if not follow_children:
-        return target
+        return _describe(proc)
     try:
-        children = proc.children(recursive=True)
-    except psutil.Error:
-        children = []
-    py_children = []
-    for child in children:
-        try:
-            if _python_identity(child)[0]:
-                py_children.append(child)
-        except psutil.Error:
-            continue
-    if not py_children:
-        return target
-    busy = _cpu_busy([proc, *py_children], 0.3)
-    best = max(py_children, key=lambda c: busy.get(c.pid, 0.0))
-    own = busy.get(pid, 0.0)
-    listing = ", ".join(str(c.pid) for c in py_children[:20])
-    if target.is_python and own >= 0.05 and own >= busy.get(best.pid, 0.0):
-        # A Python process that does work itself (and happens to have children): keep it.
-        return target
-    what = "a Python process" if target.is_python else f"a wrapper ({target.comm})"
-    note = (
-        f"PID {pid} is {what} whose Python child process(es) do the work ({listing}); "
-        f"following the busiest, PID {best.pid}" + " (use --no-follow to stay on the PID given)"
-    )
-    chosen = _describe(best, followed_from=pid, note=note)
+        tree = read_tree(pid)
+    except psutil.NoSuchProcess:
+        raise TargetError(f"no process with PID {pid} (it may have exited)") from None
+    except psutil.AccessDenied as exc:
+        raise PermissionDenied(ptrace_help(pid)) from exc
+    return _from_selection(pid, one_process(select_service(tree)))
+
+
+#: At most this many of the processes left out are named in the note (all are in the
+#: manifest's ``target.left_out``).
+NOTE_LEFT_OUT = 6
+
+
+def selection_note(pid: int, chosen: int, sel: Selection) -> str:
+    """One paragraph for the terminal and the reports: which process, why, who was left out
+    and why ('' when the PID given has no children: nothing was decided)."""
+    if chosen == pid and not sel.left_out:
+        return ""
+    note = sel.why
+    if chosen != pid:
+        if "following the busiest" not in note:
+            note += f"; following PID {chosen}"
+        note += " (--no-follow stays on the PID given)"
+    if sel.left_out:
+        shown = "; ".join(f"{x.pid} ({x.comm}): {x.why}" for x in sel.left_out[:NOTE_LEFT_OUT])
+        more = len(sel.left_out) - NOTE_LEFT_OUT
+        note += f". Left out: {shown}" + (f"; and {more} more" if more > 0 else "")
+    return note
+
+
+def _from_selection(pid: int, sel: Selection) -> Target:
+    """The Target of ``sel``'s process, with the note and who was left out."""
+    chosen = sel.workers[0].pid
+    try:
+        target = _describe(psutil.Process(chosen))
+    except psutil.NoSuchProcess:
+        raise TargetError(f"PID {chosen}, chosen under PID {pid}, exited ({sel.why})") from None
     return dataclasses.replace(
-        chosen, siblings=tuple(c.pid for c in py_children if c.pid != best.pid)
+        target,
+        followed_from=pid if chosen != pid else None,
+        note=selection_note(pid, chosen, sel),
+        siblings=tuple(x.pid for x in sel.left_out),
+        left_out=sel.left_out,
+        selection=sel.kind,
     )
 
 

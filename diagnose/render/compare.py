@@ -12,13 +12,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from diagnose.outcome import FIGURE_NOISE, OUTCOME_WORDS
 from diagnose.render.env import environment
 from diagnose.render.html import plotly_js, render_page, static_text
 from diagnose.render.terminal import finish
 from diagnose.render.text import md, md_code, plain, short_frame
 
-JUDGED = ("better", "worse")
-SHOWN = ("better", "worse", "changed", "new", "gone")
+JUDGED = ("better", "worse", "moved")
+SHOWN = ("better", "worse", "moved", "changed", "new", "gone")
 
 
 def stack_label(stack: list[str], limit: int = 3) -> str:
@@ -39,6 +40,8 @@ def _context(c: dict[str, Any]) -> dict[str, Any]:
         "same": [m for m in rows if m["change"] == "same"],
         "stack_label": stack_label,
         "short": short_frame,
+        "figure_noise": FIGURE_NOISE,
+        "how_to_give": HOW_TO_GIVE,
     }
 
 
@@ -61,18 +64,50 @@ def render_compare_html(c: dict[str, Any]) -> str:
     )
 
 
+#: Where the service's figures come from, said where a comparison has none.
+HOW_TO_GIVE = (
+    "give diagnose compare --before-load/--after-load (a load generator's stats file) "
+    "or --before-qps/--after-qps"
+)
+
+
+def service_line(c: dict[str, Any]) -> str:
+    """'Service: improved: throughput ... (better)' or why compare cannot say."""
+    s = c.get("service") or {}
+    if not s.get("rows"):
+        return f"Service: {plain(s.get('text', 'no figures'), 600)} ({HOW_TO_GIVE})"
+    items = "; ".join(
+        f"{plain(r['label'])} {plain(r['display_before'])} → {plain(r['display_after'])}"
+        + (f" ({r['change']})" if r["change"] in ("better", "worse") else "")
+        for r in s["rows"]
+    )
+    src = f"{plain(s['before']['source'], 200)} / {plain(s['after']['source'], 200)}"
+    return f"Service: {OUTCOME_WORDS.get(s['outcome'], 'unknown')}: {items} [{src}]"
+
+
+_CHANGE_WORDS = {"better": "Better", "worse": "Worse", "moved": "Moved (not worse)"}
+
+
 def render_compare_summary(c: dict[str, Any], path: str | None = None) -> str:
-    """A few lines for the terminal: verdict change, what moved which way, hotter/colder."""
-    out = [f"Verdict: {plain(c['verdict']['text'], 400)}"]
+    """A few lines for the terminal: the service's figures, the verdict change in words,
+    what moved which way, hotter/colder."""
+    v = c["verdict"]
+    out = [service_line(c), f"Verdict: {plain(v.get('words') or v['text'], 400)}"]
+    out.append(f"  ({plain(v['text'], 400)})")
     out += [f"Caveat: {plain(w, 400)}" for w in c.get("caveats", [])]
     for change in JUDGED:
         rows = [m for m in c["metrics"] if m["change"] == change][:4]
         if rows:
             items = "; ".join(
                 f"{plain(m['name'], 100)} {plain(m['display_before'])} → {plain(m['display_after'])}"
+                + (
+                    f" (per request {plain(m['display_per_request'])})"
+                    if m.get("display_per_request")
+                    else ""
+                )
                 for m in rows
             )
-            out.append(f"{change.capitalize()}: {items}")
+            out.append(f"{_CHANGE_WORDS[change]}: {items}")
     f = c["findings"]
     for key, what in (("disappeared", "Findings gone"), ("appeared", "Findings new")):
         if f[key]:

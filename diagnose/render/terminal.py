@@ -69,7 +69,17 @@ def render_summary(
     if not (report.get("bundle") or {}).get("complete", True):
         lines.append("  the capture did not finish: the report uses what was recorded until then")
     if t.get("note"):
-        lines += _wrap(plain(t["note"], 400), "  ", "  ", width)
+        lines += _wrap(plain(t["note"], 1200), "  ", "  ", width)
+    lines += _wrap(_unexplained(v), "  ", "  ", width)
+    if v.get("uncertain"):
+        u = v["uncertain"]
+        lines += _wrap(
+            f"uncertain between {plain(v['primary'], 40)} and {plain(u.get('category'), 40)}: "
+            f"{plain(u.get('separate_by'), 400)}",
+            "  ",
+            "  ",
+            width,
+        )
     main = [f for f in report["findings"] if not f.get("advisory")][:3]
     if not main:
         lines += _wrap(plain(v["headline"], 400), "  ", "  ", width)
@@ -116,6 +126,19 @@ def render_summary(
     if color:
         out[0] = click.style(out[0], fg=_COLORS.get(str(v.get("primary")), "white"), bold=True)
     return "\n".join(out)
+
+
+def _unexplained(v: dict[str, Any]) -> str:
+    """The share of on-CPU time no stage explains, as every summary shows it."""
+    share = v.get("unexplained_share")
+    if not isinstance(share, (int, float)):
+        return "unexplained on-CPU time: not measured (no on-CPU stacks)"
+    placed = v.get("placed_share")
+    by = (
+        f"; {_percent(placed)} placed by call structure" if isinstance(placed, (int, float)) else ""
+    )
+    large = ": large, so a verdict about what the CPU ran is less sure" if share > 0.3 else ""
+    return f"unexplained on-CPU time: {_percent(share)} (in no stage{by}){large}"
 
 
 def finish(lines: list[str]) -> list[str]:

@@ -19,8 +19,11 @@ the generator, not the service, set the pace.
 from __future__ import annotations
 
 import contextlib
+import csv
 import importlib.util
+import io
 import json
+import math
 import os
 import re
 import shutil
@@ -35,6 +38,7 @@ from typing import Any
 
 import psutil
 
+from diagnose.collect.child import anchored_fds
 from diagnose.collect.procfs import parse_schedstat
 from diagnose.errors import DiagnoseError, LoadGeneratorError
 from diagnose.run import LaunchedCommand
@@ -200,6 +204,58 @@ def parse_locust_window(d: dict[str, Any]) -> LoadFigures:
     return LoadFigures(**{**asdict(f), "extra": {**f.extra, **extra}})
 
 
+def parse_locust_csv(text: str) -> LoadFigures:
+    """locust's ``--csv PREFIX`` statistics, ``PREFIX_stats.csv``: its ``Aggregated`` row
+    (every endpoint together). locust writes no window length: it is requests / (requests/s)."""
+    rows = list(csv.DictReader(io.StringIO(text)))
+    row = next((r for r in rows if r.get("Name") == "Aggregated"), None)
+    if row is None or "Request Count" not in row:
+        raise ValueError("no 'Aggregated' row with a 'Request Count': not locust's _stats.csv")
+
+    def num(key: str) -> float | None:
+        try:
+            v = float(row.get(key) or "")
+        except ValueError:  # locust writes N/A where it has no requests
+            return None
+        return v if math.isfinite(v) else None
+
+    requests, rps = num("Request Count"), num("Requests/s")
+    if requests is None or rps is None or requests < 0:
+        raise ValueError("its Aggregated row has no numbers for 'Request Count' and 'Requests/s'")
+    return LoadFigures(
+        tool="locust",
+        seconds=requests / rps if rps > 0 else 0.0,
+        requests=int(requests),
+        failures=int(num("Failure Count") or 0),
+        p50_ms=num("50%") if num("50%") is not None else num("Median Response Time"),
+        p95_ms=num("95%"),
+        p99_ms=num("99%"),
+        mean_ms=num("Average Response Time"),
+        max_ms=num("Max Response Time"),
+    )
+
+
+#: What :func:`read_stats_file` reads at most: a stats file is a few kilobytes.
+STATS_FILE_LIMIT = 4 * 1024 * 1024
+
+
+def read_stats_file(path: Path) -> LoadFigures:
+    """A load generator's figures from a file, whichever of the formats above it is in:
+    locust's ``_stats.csv``, locust's ``window.json`` from a sweep step, wrk's output, or
+    any output whose last JSON line has ``requests`` and ``seconds`` (the samples' stats
+    line, docs/sweep.md). Raises ``ValueError`` with a one-line reason."""
+    with open(path, "rb") as fh:
+        text = fh.read(STATS_FILE_LIMIT + 1).decode("utf-8", "replace")
+    if len(text) > STATS_FILE_LIMIT:
+        raise ValueError(f"larger than {STATS_FILE_LIMIT // (1024 * 1024)} MiB: not a stats file")
+    head = text.lstrip().split("\n", 1)[0]
+    if "Request Count" in head and "Name" in head:
+        return parse_locust_csv(text)
+    if _WRK_TOTAL.search(text):
+        return parse_wrk(text)
+    return parse_json_line(text, "load generator")
+
+
 # --- the generator's own CPU ---------------------------------------------------------------
 
 
@@ -347,7 +403,12 @@ class RunningLoad(ABC):
         out = (self.load_dir / f"{name}.out").open("wb")
         err = (self.load_dir / f"{name}.err").open("wb")
         try:
-            self.proc = LaunchedCommand(argv, stdout=out, stderr=err, env=env, cwd=os.getcwd())
+            # paths into the sweep directory are /proc/self/fd/N/...: the generator gets
+            # descriptor N under the same number, so they reach the same directory
+            fds = anchored_fds([*argv, *(env or {}).values()])
+            self.proc = LaunchedCommand(
+                argv, stdout=out, stderr=err, env=env, cwd=os.getcwd(), pass_fds=fds
+            )
         except DiagnoseError as exc:
             raise LoadGeneratorError(f"the load generator {exc}") from None
         finally:

@@ -13,6 +13,7 @@ from typing import Any
 from diagnose.bundle.safedir import SafeDir
 from diagnose.compare import compare, write_comparison
 from diagnose.errors import BadBundle, DiagnoseError
+from diagnose.outcome import from_load
 from diagnose.report import open_output, write_reports
 from diagnose.sweep.analysis import find_knee
 from diagnose.sweep.model import build_sweep_report, step_point
@@ -58,6 +59,27 @@ def _bundle(sweep_dir: Path, step: Mapping[str, Any]) -> Path | None:
     if not p.is_relative_to(sweep_dir.resolve()) or not p.is_dir():
         return None
     return p
+
+
+def step_figures(bundle: Path) -> dict[str, Any] | None:
+    """The load generator's figures of the sweep step whose bundle this is (the record is
+    four levels up: SWEEPDIR/steps/SLUG/users-N/bundle), as compare shows them; None when the
+    bundle is not a sweep step's or its step has no figures."""
+    bundle = Path(bundle).resolve()
+    for sweep_dir in list(bundle.parents)[:4]:
+        if not is_sweep_dir(sweep_dir):
+            continue
+        try:
+            record = load_record(sweep_dir)
+        except BadBundle:
+            return None
+        for s in record["settings"]:
+            for step in s["steps"]:
+                if _bundle(sweep_dir, step) == bundle and isinstance(step.get("load"), dict):
+                    users = step["users"]
+                    return from_load(step["load"], f"sweep step, {users} users ({RECORD})")
+        return None
+    return None
 
 
 def step_reports(
@@ -112,7 +134,13 @@ def knee_comparisons(
         if progress:
             progress(f"{s['name']}: comparing {knee.users} and {knee.next_users} users")
         try:
-            c = compare(before, after, rules_dirs)
+            figures = tuple(
+                from_load(steps[i]["load"], f"sweep step, {steps[i]['users']} users")
+                if isinstance(steps[i].get("load"), dict)
+                else None
+                for i in (knee.index, knee.next_index)
+            )
+            c = compare(before, after, rules_dirs, (figures[0], figures[1]))
             write_comparison(c, after, list(STEP_FORMATS), sweep_dir / "knee" / s["slug"])
         except DiagnoseError as exc:
             out[s["slug"]] = f"the comparison across the knee failed: {exc}"

@@ -12,8 +12,14 @@
   score; rules of one category and kind are alternative measurements of one bottleneck,
   e.g. false sharing from perf c2c or from sampled registers: one that was evaluated rules
   it out for the others), times 0.9 if a collector its own metrics come from was partial, times 0.8 if a
-  finding of another category scores within 80% of it (a close call). Each factor is a
-  note in the report, naming the metrics and the collector that was missing.
+  finding of another category scores within 80% of it (a close call), and times
+  ``1.3 - oncpu_share_other`` (floor 0.6) where the top finding rests on what the CPU ran
+  (its rule reads an ``oncpu_share_*`` or ``gil_holder_*`` metric) and more than UNEXPLAINED_LARGE of that
+  on-CPU time is unexplained: what could not be placed in a stage may be the bottleneck.
+  Each factor is a note in the report, naming the metrics and the collector that was
+  missing.
+- The unexplained share (``oncpu_share_other``) is part of every verdict, whatever rule
+  fired, so every report can show it.
 """
 
 from __future__ import annotations
@@ -26,6 +32,12 @@ from diagnose.analyse.registry import known_metrics
 from diagnose.verdict.expr import UNKNOWN
 from diagnose.verdict.ruleset import Rule, RuleSet
 from diagnose.verdict.template import format_value
+
+#: above this unexplained on-CPU share, a verdict that rests on the on-CPU composition is
+#: less sure (principle: time nobody could place may be the real bottleneck)
+UNEXPLAINED_LARGE = 0.3
+#: the factor never goes below this (the explained part still says what it says)
+UNEXPLAINED_FLOOR = 0.6
 
 
 @dataclass
@@ -80,6 +92,11 @@ class Verdict:
     not_evaluated: list[NotEvaluated]
     broken_rules: list[str]
     confidence_notes: list[str] = field(default_factory=list)
+    #: share of on-CPU time no stage explains (``oncpu_share_other``); None: not measured
+    unexplained: float | None = None
+    #: where the top two categories are close: the runner-up and the measurement that would
+    #: separate them (``uncertain_between``), else None
+    uncertain: dict[str, str] | None = None
 
     def ranking(self) -> list[dict[str, Any]]:
         """Categories in order of their best finding's score."""
@@ -209,7 +226,9 @@ def judge(
         findings = main + [f for f in findings if f.rule.advisory]
     broken = [str(b) for b in ruleset.broken]
     if not main:
-        return _no_verdict(findings, not_eval, broken)
+        none = _no_verdict(findings, not_eval, broken)
+        none.unexplained = _unexplained(metrics)
+        return none
     top = main[0]
     conf = top.score
     notes = [f"score of the top finding {top.rule.id}: {top.score:.2f}"]
@@ -231,10 +250,24 @@ def judge(
         conf *= 0.9
         notes.append(f"x0.9: {', '.join(part)} recorded only part of the window")
     rival = next((f for f in main[1:] if f.rule.category != top.rule.category), None)
+    uncertain = None
     if rival is not None and rival.score >= 0.8 * top.score:
         conf *= 0.8
         notes.append(
             f"x0.8: close call with {rival.rule.category} ({rival.rule.id}, score {rival.score:.2f})"
+        )
+        uncertain = {
+            "category": rival.rule.category,
+            "rule": rival.rule.id,
+            "separate_by": separating_measurement(top.rule.category, rival.rule.category),
+        }
+    other = _unexplained(metrics)
+    if other is not None and other > UNEXPLAINED_LARGE and _rests_on_oncpu(top.rule):
+        f = max(UNEXPLAINED_FLOOR, 1.3 - other)
+        conf *= f
+        notes.append(
+            f"x{f:.2f}: {other:.0%} of on-CPU time is unexplained (oncpu_share_other: neither "
+            "the call structure nor the frames' names placed it in a stage)"
         )
     return Verdict(
         primary=top.rule.category,
@@ -245,4 +278,69 @@ def judge(
         not_evaluated=not_eval,
         broken_rules=broken,
         confidence_notes=notes,
+        unexplained=other,
+        uncertain=uncertain,
+    )
+
+
+def _unexplained(metrics: Mapping[str, Any]) -> float | None:
+    v = metrics.get("oncpu_share_other")
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _rests_on_oncpu(rule: Rule) -> bool:
+    """Does the rule read what the CPU ran (an on-CPU share, or what the GIL's holders ran)?"""
+    return any(m.startswith(("oncpu_share_", "gil_holder_")) for m in rule.metrics)
+
+
+#: for two close categories, the measurement that tells them apart (principle: a close call
+#: names the experiment that settles it, not just the doubt). Keyed by the sorted pair.
+_SEPARATE: dict[tuple[str, str], str] = {
+    (
+        "lock",
+        "preprocess",
+    ): "move the preprocessing out of the request threads (or make it cheaper) and capture again: if the lock waits stay, the lock is the bottleneck; the GIL holders' share in preprocessing (gil_holder_preprocess_share) says which is the cause",
+    (
+        "preprocess",
+        "scheduling",
+    ): "capture with fewer threads (or on more cores): if run-queue wait falls and throughput holds, it was scheduling; if preprocessing still fills the cores, it is preprocessing",
+    (
+        "compute",
+        "preprocess",
+    ): "time the model call alone (the same inputs, preprocessing cached): its share of request time separates them; with perf, native stacks say which kernels run",
+    (
+        "compute",
+        "scheduling",
+    ): "capture with the thread pools sized to the cores (OMP_NUM_THREADS / intra-op threads): if throughput holds or rises, it was oversubscription",
+    (
+        "lock",
+        "scheduling",
+    ): "capture with fewer threads than cores: if the lock waits stay, it is the lock; if they vanish with the run-queue waits, the threads were only waiting for cores",
+    (
+        "compute",
+        "memory_bandwidth",
+    ): "capture with perf's hardware counters (cycles, instructions, cache misses) available: instructions per cycle and the miss rate separate them",
+    (
+        "compute",
+        "lock",
+    ): "capture with perf available: futex waits named by address and holder say whether threads wait for the lock or for the model's kernels",
+    (
+        "idle",
+        "io",
+    ): "capture under more load: if threads still wait on a socket with a load generator saturating the service, it is a dependency",
+    ("io", "preprocess"): "measure the dependency's latency alone (or mock it) and capture again",
+    (
+        "io",
+        "lock",
+    ): "mock the dependency and capture again: the lock waits that remain are the lock's",
+}
+
+
+def separating_measurement(a: str, b: str) -> str:
+    """The measurement that tells category ``a`` from ``b`` (a generic one if none is known)."""
+    key = (a, b) if a <= b else (b, a)
+    return _SEPARATE.get(
+        key,
+        f"fix what the {a} finding names, capture again and compare: if the {b} finding "
+        "grows, it was the second bottleneck behind the first",
     )

@@ -264,7 +264,7 @@ def test_terminated_during_warm_up_stops_the_command(tmp_path):
 def test_unusable_output_fails_before_the_command_starts(tmp_path):
     # GIVEN an output directory that already holds something
     out = tmp_path / "b"
-    out.mkdir()
+    out.mkdir(mode=0o700)  # private, as --out asks: only its content is wrong
     (out / "keep.txt").write_text("mine")
     marker = tmp_path / "started"
     # WHEN diagnose run is pointed at it

@@ -231,7 +231,7 @@ def test_a_helper_whose_diagnose_died_before_it_armed_its_death_signal_exits():
     # The fork/prctl race: the check that runs in the helper after PR_SET_PDEATHSIG. GIVEN a
     # child whose recorded parent is not its parent any more (as if diagnose had died
     # between fork and prctl), THEN it exits instead of running unwatched.
-    code = "from diagnose.collect.child import _preexec\n_preexec(1)()\nprint('ran')\n"
+    code = "from diagnose.spawn import _setup\n_setup(1, 2, None, False)\nprint('ran')\n"
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert res.returncode == 1 and "ran" not in res.stdout
 

@@ -182,7 +182,7 @@ def test_perf_samples_join_python_stacks_and_take_the_kernel_s_category():
         native_stacks=native,
         missing={},
     )
-    ctx = run(data, threads.thread_states, oncpu.oncpu)
+    ctx = run(data, threads.thread_states, oncpu.oncpu_samples, oncpu.oncpu_shares)
     m = ctx.metrics
     assert m["oncpu_source"] == "perf+py-spy" and m["oncpu_samples"] == 4
     assert m["oncpu_share_compute"] == 0.75 and m["oncpu_share_preprocess"] == 0.25

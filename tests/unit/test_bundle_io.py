@@ -182,6 +182,11 @@ def test_helpers_inherit_the_descriptors_their_arguments_name():
         ["py-spy", "--output", "/proc/self/fd/7/x.json", "-o=/proc/self/fd/9/y"]
     ) == (7, 9)
     assert anchored_fds(["perf", "record", "-o", "/tmp/x"]) == ()
+    # a member whose own name holds "=" (a sweep setting's directory) still counts
+    assert anchored_fds(["/proc/self/fd/4/steps/THREADS=4/load", "--csv=/proc/self/fd/5/a=b"]) == (
+        4,
+        5,
+    )
 
 
 # -- spreadsheet-safe CSV (finding 7) --------------------------------------------------------

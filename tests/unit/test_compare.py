@@ -229,7 +229,8 @@ def test_markdown_escapes_what_the_target_controls(hostile_comparison):
 def test_terminal_summary_is_plain(hostile_comparison):
     text = render_compare_summary(hostile_comparison, "out/compare.html")
     assert "\x1b" not in text
-    assert text.splitlines()[0].startswith("Verdict: Lock contention (mutex), confidence 80%")
+    assert text.splitlines()[0].startswith("Service: no throughput or latency figures")
+    assert "(Lock contention (mutex), confidence 80%" in text.splitlines()[2]
     assert "Better: busy_share_lock 80% → 20%" in text
     assert text.endswith("Comparison: out/compare.html")
 

@@ -127,3 +127,47 @@ def test_every_rule_explains_itself_and_its_fixes_render_with_numbers(rule):
     m = healthy()
     text = [rule.summary.render(m), *(f.render(m) for f in rule.fixes)]
     assert not [t for t in text if "n/a" in t], text
+
+
+# Principle: on-CPU time that nobody could place in a stage may be the real bottleneck, so a
+# verdict about what the CPU ran is less sure when much of it is unexplained; and every
+# verdict carries the unexplained share, so every report can show it.
+def test_a_large_unexplained_share_lowers_a_verdict_about_what_the_cpu_ran():
+    base = verdict(healthy(**KERNELS))
+    assert base.unexplained == 0.07
+    assert not any("unexplained" in n for n in base.confidence_notes)
+    v = verdict(healthy(**{**KERNELS, "oncpu_share_other": 0.5}))
+    assert v.primary == "compute"
+    assert v.unexplained == 0.5
+    assert v.confidence == pytest.approx(base.confidence * 0.8, abs=1e-3)
+    assert any("50% of on-CPU time is unexplained" in n for n in v.confidence_notes)
+    # the factor has a floor: the explained part still says what it says
+    v = verdict(healthy(**{**KERNELS, "oncpu_share_other": 0.95}))
+    assert v.confidence == pytest.approx(base.confidence * 0.6, abs=1e-3)
+
+
+def test_near_miss_an_unexplained_share_at_the_threshold_costs_nothing():
+    base = verdict(healthy(**KERNELS))
+    v = verdict(healthy(**{**KERNELS, "oncpu_share_other": 0.3}))
+    assert v.confidence == base.confidence
+
+
+def test_near_miss_a_verdict_that_does_not_rest_on_the_oncpu_composition_keeps_its_confidence():
+    # a contended mutex: what the CPU ran is not the evidence
+    m = healthy(**{**CONTENDED, "oncpu_share_other": 0.8})
+    v = verdict(m)
+    assert v.primary == "lock" and v.kind == "mutex"
+    assert v.confidence == verdict(healthy(**CONTENDED)).confidence
+    assert v.unexplained == 0.8
+
+
+def test_a_close_call_says_between_what_and_what_measurement_separates_them():
+    m = healthy(**{**CONTENDED, "lock_top_share": 0.5, "busy_share_lock": 0.5})
+    m.update(busy_share_io=0.45, busy_share_runnable=0.02, runq_to_oncpu_ratio=0.3)
+    v = verdict(m)
+    assert v.uncertain is not None
+    assert v.uncertain["category"] == "io"
+    assert "mock the dependency" in v.uncertain["separate_by"]
+    # near miss: a runner-up below 80% of the top score is no uncertainty
+    m.update(busy_share_io=0.39)
+    assert verdict(m).uncertain is None

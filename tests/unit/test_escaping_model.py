@@ -28,6 +28,7 @@ from markdown_it import MarkdownIt
 
 from diagnose.cli import main
 from diagnose.compare import build_comparison, finding_changes
+from diagnose.outcome import figures
 from diagnose.render.charts import chart_data
 from diagnose.render.compare import (
     render_compare_html,
@@ -80,6 +81,10 @@ VOCABULARY = frozenset(
         "capturing",
         "better",
         "worse",
+        "moved",
+        "improved",
+        "regressed",
+        "mixed",
         "changed",
         "same",
         "new",
@@ -113,8 +118,19 @@ def real(tmp_path_factory) -> dict[str, Any]:
     report["target"]["siblings"] = [4242]
     report["target"]["note"] = "followed the busiest child"
     report["environment"]["capacity"]["limited_by"] = ["cgroup cpu.max"]
+    report["oncpu"]["structure"]["feeders"] = [
+        {"tid": 7, "name": "producer", "evidence": "hands work over at Queue.put (queue.py:1)"}
+    ]
+    report["oncpu"]["pools"] = [
+        {"name": "OpenBLAS", "threads": [8], "cpu_share": 0.5, "spin_share": 0.4,
+         "fix": "OPENBLAS_NUM_THREADS=1"}
+    ]  # fmt: skip
     assert report["broken_rules"], "the broken rule file gave no entry"
-    comparison = build_comparison(dd, d)
+    service = (
+        figures(source="locust figures from a.csv", qps=20.0, p50_ms=52.0, p99_ms=80.0),
+        figures(source="locust figures from b.csv", qps=120.0, p50_ms=8.0, p99_ms=90.0),
+    )
+    comparison = build_comparison(dd, d, service)
     comparison["caveats"] = comparison["caveats"] or ["the host was busier after"]
     f = d.report["findings"]
     comparison["findings"] = {
@@ -122,10 +138,13 @@ def real(tmp_path_factory) -> dict[str, Any]:
         "disappeared": finding_changes(f, [])["disappeared"],
         "stayed": finding_changes(f, f)["stayed"],
     }
-    changes = ["better", "worse", "changed", "new", "gone", "same"]
+    changes = ["better", "worse", "moved", "changed", "new", "gone", "same"]
     for i, m in enumerate(comparison["metrics"]):
         m["change"] = changes[i % len(changes)]
         m["display_delta"] = m["display_delta"] or "+1 ms"
+        if m["change"] == "moved":
+            m["why"] = "busy time freed from busy_share_lock (60 pts) goes here"
+            m["display_per_request"] = "1 → 2"
     for view in comparison["flames"].values():
         row = {"stack": ["thread: handler-N", "handle (x.py)"], "before": 0.1, "after": 0.5}
         view["hotter"] = view["hotter"] or [{**row, "delta": 0.4}]

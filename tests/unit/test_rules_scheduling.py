@@ -157,3 +157,56 @@ def test_contention_and_overhead_unknown_without_their_measurements():
 
 def test_steady_memory_is_no_queue():
     assert when("scheduling.unbounded_queue", healthy(rss_growth_mb_per_min=20.0)) is False
+
+
+# Principle: CPU a native pool spends spinning is CPU the work does not get, and costs
+# throughput only when other threads want that CPU (hand-built: 8 request threads calling
+# an OpenBLAS pool on 2 cores, most of the CPU in its wait loops, threads queueing for cores
+# and, behind the pool, on a model lock).
+POOL_SPIN = {
+    "busy_threads_mean": 7.5,
+    "threads_busy": 9,
+    "app_threads_busy": 8,
+    "native_threads_busy": 1,
+    "cpu_bound_threads": 1,
+    "cores_available": 2,
+    "busy_share_running": 0.09,
+    "busy_share_runnable": 0.23,
+    "busy_share_lock": 0.6,
+    "lock_top_share": 0.6,
+    "runq_to_oncpu_ratio": 3.2,
+    "oncpu_source": "perf+py-spy",
+    "oncpu_share_compute": 0.07,
+    "oncpu_share_spin": 0.85,
+    "pool_threads": 1,
+    "pool_cpu_share": 0.55,
+    "pool_name": "OpenBLAS",
+    "pool_threads_env": 8,
+    "intra_op_suggestion": 1,
+    "pool_size_fix": "OPENBLAS_NUM_THREADS=1 in the service's environment",
+}
+
+
+def test_a_pool_spinning_on_cores_others_want_is_named_with_its_size_fix():
+    m = healthy(**POOL_SPIN)
+    assert when("scheduling.pool_spin", m) is True
+    f = next(f for f in verdict(m).findings if f.rule.id == "scheduling.pool_spin")
+    assert f.score == 0.85
+    assert "OpenBLAS pool" in f.summary and "85%" in f.summary
+    assert f.fixes[0].startswith("OPENBLAS_NUM_THREADS=1")
+
+
+def test_near_miss_a_spinning_pool_with_cores_to_spare_costs_nothing():
+    # the same spin, but nobody waits for a core: the spin burns idle cores
+    m = healthy(**{**POOL_SPIN, "runq_to_oncpu_ratio": 0.4})
+    assert when("scheduling.pool_spin", m) is False
+
+
+def test_near_miss_a_pool_that_mostly_computes_is_not_spinning():
+    m = healthy(**{**POOL_SPIN, "oncpu_share_spin": 0.25})
+    assert when("scheduling.pool_spin", m) is False
+
+
+def test_pool_spin_needs_native_stacks():
+    m = healthy(**{**POOL_SPIN, "oncpu_share_spin": None, "pool_threads": None})
+    assert when("scheduling.pool_spin", m) is UNKNOWN

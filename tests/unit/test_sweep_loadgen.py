@@ -1,5 +1,7 @@
 """Reading load generators' figures: wrk's real output (tests/fixtures/load, recorded against
-samples/sweep_pool.py), locust's window (from locust_plugin.py) and the JSON-line contract."""
+samples/sweep_pool.py), locust's window (from locust_plugin.py), locust's ``--csv`` statistics
+(``locust_stats.csv``: locust 2.47, 2 users for 5 s against sweep_pool.py) and the JSON-line
+contract."""
 
 from __future__ import annotations
 
@@ -11,8 +13,10 @@ from diagnose.sweep.loadgen import (
     LoadFigures,
     figures_from_json,
     parse_json_line,
+    parse_locust_csv,
     parse_locust_window,
     parse_wrk,
+    read_stats_file,
 )
 from tests.conftest import FIXTURES
 
@@ -109,3 +113,44 @@ def test_figures_round_trip():
     assert f.errors == [{"error": "x"}]
     assert LoadFigures.from_dict({**f.to_dict(), "unknown": 1}) == f
     assert LoadFigures("t", 0.0, 0).qps == 0.0 and LoadFigures("t", 1.0, 0).error_rate == 0.0
+
+
+def test_locust_csv_reads_the_aggregated_row():
+    f = parse_locust_csv((LOAD / "locust_stats.csv").read_text())
+    assert f.tool == "locust" and f.requests == 44 and f.failures == 0
+    assert f.qps == pytest.approx(15.1396, abs=1e-3)  # locust's Requests/s
+    assert (f.p50_ms, f.p95_ms, f.p99_ms) == (110, 260, 310)
+    assert f.mean_ms == pytest.approx(128.088, abs=1e-3)
+
+
+def test_locust_csv_without_requests_has_no_percentiles():
+    header = (LOAD / "locust_stats.csv").read_text().splitlines()[0]
+    row = ",Aggregated,0,0,0,0,0,0,0,0.0,0.0," + ",".join(["N/A"] * 11)
+    f = parse_locust_csv(f"{header}\n{row}\n")
+    assert (f.requests, f.qps, f.p50_ms, f.p99_ms) == (0, 0.0, 0.0, None)
+    with pytest.raises(ValueError, match="no 'Aggregated' row"):
+        parse_locust_csv(header + "\n")
+
+
+@pytest.mark.parametrize(
+    ("name", "tool", "requests"),
+    [("locust_stats.csv", "locust", 44), ("wrk_latency.txt", "wrk", 281),
+     ("locust_window.json", "locust", 309)],
+)  # fmt: skip
+def test_read_stats_file_knows_each_format(name, tool, requests):
+    f = read_stats_file(LOAD / name)
+    assert (f.tool, f.requests) == (tool, requests)
+
+
+def test_read_stats_file_takes_a_samples_stats_line_and_refuses_the_rest(tmp_path):
+    log = tmp_path / "service.log"
+    log.write_text(
+        "starting\n"
+        '{"sample": "lock_contention", "threads": 2, "requests": 8101, "seconds": 10.808,'
+        ' "rps": 749.51, "p50_ms": 0.955, "p99_ms": 21.114}\n'
+    )
+    f = read_stats_file(log)
+    assert (f.requests, f.p50_ms, f.p99_ms) == (8101, 0.955, 21.114)
+    log.write_text("Segmentation fault\n")
+    with pytest.raises(ValueError, match="no JSON line"):
+        read_stats_file(log)

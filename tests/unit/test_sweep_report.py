@@ -261,3 +261,20 @@ def test_docs_name_every_field_of_the_report():
     groups = [m, m["sweep"], s, s["steps"][0], s["knee"], s["recommendation"], s["across_knee"]]
     missing = sorted({k for g in groups for k in g if f"`{k}`" not in doc})
     assert not missing, f"add these report.json fields to docs/sweep.md: {missing}"
+
+
+def test_compare_finds_a_sweep_steps_own_figures(tmp_path):
+    from diagnose.sweep.report import step_figures
+
+    steps = [step("base", 1, 40.0, 30.0), step("base", 2, 70.0, 40.0), step("base", 4, None, 0)]
+    (tmp_path / "sweep.json").write_text(json.dumps(record([setting("base", "base", steps)])))
+    for s in steps:
+        (tmp_path / s["bundle"]).mkdir(parents=True)
+    f = step_figures(tmp_path / steps[1]["bundle"])
+    assert f is not None and f["qps"] == 70.0 and f["p99_ms"] == 40.0
+    assert f["source"] == "sweep step, 2 users (sweep.json)"
+    assert step_figures(tmp_path / steps[2]["bundle"]) is None  # the step has no figures
+    assert step_figures(tmp_path / "steps") is None  # not a step's bundle
+    other = tmp_path.parent / f"{tmp_path.name}-elsewhere" / "b"
+    other.mkdir(parents=True)
+    assert step_figures(other) is None

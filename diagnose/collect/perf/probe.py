@@ -28,6 +28,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import stat
 import subprocess
 import tempfile
@@ -39,6 +40,7 @@ from typing import Any
 
 from diagnose.formats.perf_regs import USER_REGS_OPTION
 from diagnose.formats.perf_stat import parse_stat
+from diagnose.spawn import spawn
 
 PERF_INSTALL = (
     "install perf: apt-get install -y linux-perf (Debian), linux-tools-$(uname -r) (Ubuntu), "
@@ -223,15 +225,14 @@ class _Job:
         self.rc: int | None = None
         self.error = ""
         try:
-            self.proc: subprocess.Popen[str] | None = subprocess.Popen(
+            self.proc: subprocess.Popen[str] | None = spawn(
                 argv,
+                death_signal=signal.SIGKILL,  # a probe's result dies with diagnose
                 cwd=cwd,
-                stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 text=True,
                 errors="replace",
-                start_new_session=True,
             )
         except OSError as exc:
             self.proc = None

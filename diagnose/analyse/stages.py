@@ -1,0 +1,384 @@
+"""Stages by call structure: where each on-CPU sample sits relative to the model call.
+
+Names say little about plain code (a cleaning loop in a function called ``handle``), and
+can mislead (an endpoint called ``predict``). The structure of the calls says more:
+
+1. **The model call.** In each thread, a stack that reaches a model framework's frame
+   (onnxruntime's run, a torch module's call: the "model" category's ``match`` in
+   frames.toml) or a native compute kernel (a GEMM, from perf) calls the model. The Python
+   frames from the root to the frame that makes the call (at the line of the call) are that
+   thread's *model path*. Samples inside the call are the model's (their kernel category, or
+   ``model``), unless a frame above the call names a stage (a ``preprocess`` function that
+   calls torchvision's transform modules is still preprocessing).
+2. **Before or after it.** Every other sample of a thread with model paths is compared with
+   them frame by frame from the root: where it leaves a model path in the same function at
+   an earlier line, it ran before the model call (preprocessing); at a later line, after it
+   (postprocessing, or serialisation where a frame names it). A call made on the model
+   call's own line (``score(clean(text))``) is placed by the order it ran in: the Python
+   stacks are timestamped, so whether that call ran when the thread came to the line (before
+   the model) or as it left it (after) is measured; where neither order dominates, the sample
+   keeps its name's category.
+3. **Feeding threads.** A thread that never calls the model but hands work to the threads
+   that do (a queue put, an executor submit, a thread-pool run: ``[structure] handoff``; or,
+   measured by perf, it woke their waits for work) is a preprocessing stage: its samples are
+   preprocessing, unless they name serialisation.
+
+Names decide only where the structure cannot (a thread that neither calls the model nor
+feeds one, a sample that shares no frame with a model path). What stays "other" is shown in
+every report as the unexplained share.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import replace
+
+import numpy as np
+import numpy.typing as npt
+
+from diagnose.analyse.frames import FrameRules, frame_line, is_native_frame, split_frame
+from diagnose.analyse.model import Context, ModelPath, OnCpuSample, Structure, most_common, rounded
+from diagnose.formats.stacks import Stack
+
+#: a gap in a thread's Python stacks longer than this ends a run of stacks through one line
+SEGMENT_GAP_S = 0.05
+#: how much one order must outweigh the other to place calls made on the model call's line
+ORDER_MARGIN = 2.0
+#: perf wakeups of the model threads' waits for work that make a thread their feeder
+FEEDER_WAKES = 3
+#: the share of a line's on-CPU time in compute kernels that makes it a model call found by
+#: its kernel (below it, the kernel samples were joined to a line the thread had just left)
+KERNEL_LINE_SHARE = 0.5
+
+
+def stages(ctx: Context) -> None:
+    """Step: place the on-CPU samples by call structure (see the module doc)."""
+    if not ctx.oncpu:
+        return
+    frames = ctx.frames
+    paths = model_paths(ctx.oncpu, frames)
+    structure = Structure(paths=paths, calls=shared_calls(paths))
+    structure.feeders = feeders(ctx, structure)
+    structure.same_line = same_line_order(ctx, structure)
+    ctx.structure = structure
+    ctx.oncpu = [place_sample(s, structure, frames) for s in ctx.oncpu]
+    _metrics(ctx, structure)
+
+
+# --- 1. the model call ---------------------------------------------------------------------
+
+
+def model_paths(samples: list[OnCpuSample], frames: FrameRules) -> dict[int, list[ModelPath]]:
+    """Per thread, the Python paths that call the model, heaviest first.
+
+    A call found by its native kernel alone (a GEMM under a Python line) rests on joining
+    perf's sample to py-spy's stack of the same moment, and a short call (a small GEMV)
+    can be joined to the line the thread had just left. Such a path is kept only where
+    it is the line's work: at least KERNEL_LINE_SHARE of all the on-CPU time seen at that
+    exact line (all threads: the same code) is in compute kernels, and the line is not a
+    wait (a frame that waits for work or a lock calls no kernel: that join was stale)."""
+    acc: dict[int, dict[tuple[Stack, str, str], float]] = defaultdict(lambda: defaultdict(float))
+    at_line: dict[Stack, float] = defaultdict(float)
+    kernel_at: dict[Stack, float] = defaultdict(float)
+    for s in samples:
+        py = tuple(f for f in s.stack if not is_native_frame(f))
+        at_line[py] += s.weight
+        call = frames.model_call(s.stack)
+        if call is None:
+            continue
+        path = tuple(f for f in s.stack[: call[0]] if not is_native_frame(f))
+        if not path:
+            continue
+        if call[1] == "kernel":
+            if frames.wait_kind(path[-1]) is not None:
+                continue
+            kernel_at[path] += s.weight
+        acc[s.tid][(path, call[1], s.stack[call[0]])] += s.weight
+    out: dict[int, list[ModelPath]] = {}
+    for tid, found in acc.items():
+        merged: dict[tuple[Stack, str], tuple[float, str]] = {}
+        for (path, how, callee), w in most_common(found):
+            if how == "kernel" and kernel_at[path] < KERNEL_LINE_SHARE * at_line[path]:
+                continue
+            old = merged.get((path, how))
+            merged[(path, how)] = (w + (old[0] if old else 0.0), old[1] if old else callee)
+        if merged:
+            out[tid] = [
+                ModelPath(p, how, w, callee)
+                for (p, how), (w, callee) in sorted(merged.items(), key=lambda kv: -kv[1][0])
+            ]
+    return out
+
+
+def shared_calls(paths: dict[int, list[ModelPath]]) -> list[ModelPath]:
+    """The model paths of all threads, merged (threads that run the same handler call the
+    model at the same place), heaviest first."""
+    merged: dict[tuple[Stack, str], ModelPath] = {}
+    for found in paths.values():
+        for mp in found:
+            old = merged.get((mp.path, mp.found_by))
+            merged[(mp.path, mp.found_by)] = (
+                mp if old is None else replace(old, weight=old.weight + mp.weight)
+            )
+    return sorted(merged.values(), key=lambda mp: -mp.weight)
+
+
+# --- 2. before or after it -------------------------------------------------------------------
+
+
+def _same_function(a: str, b: str) -> bool:
+    return split_frame(a) == split_frame(b)
+
+
+def relation(py: Stack, path: Stack, frames: FrameRules | None = None) -> tuple[str, int]:
+    """How a stack's Python frames ``py`` relate to one model path: ("pre" | "post", depth)
+    where they leave it in the same function at another line; ("model", depth) where they
+    are the path itself (the call's own line); ("line", depth) where they go on from a frame
+    of the path into another call made on the same line; ("", 0) where they share no frame,
+    or part where the serving machinery does (``frames.is_serving``: a worker pool's loop is
+    not the handler). ``depth`` is how many frames they share: the deepest relation is the
+    most specific."""
+    k = 0
+    while k < len(py) and k < len(path) and py[k] == path[k]:
+        k += 1
+    if k == len(path) and k == len(py):
+        return "model", k
+    if frames is not None and k < len(path) and frames.is_serving(path[k]):
+        return "", 0
+    same_function = k < len(py) and k < len(path) and _same_function(py[k], path[k])
+    dispatching = frames is not None and 0 < k <= len(path) and frames.is_serving(path[k - 1])
+    if dispatching and not same_function:  # another call on a dispatching line: the server's
+        return "", 0
+    if same_function:
+        a, b = frame_line(py[k]), frame_line(path[k])
+        if a is not None and b is not None and a != b:
+            return ("pre" if a < b else "post"), k + 1
+        return "", 0
+    if k == 0 or k == len(py):
+        # nothing shared; or the sample is at a line of the path that calls on towards the
+        # model (its own work on that line: left to the names)
+        return "", 0
+    return "line", k
+
+
+def placement(
+    py: Stack, paths: list[ModelPath], frames: FrameRules | None = None
+) -> tuple[str, Stack]:
+    """Where a stack sits against the model paths: "pre", "post", "model", "line" (a call
+    on a model call's own line: the line's frames are returned) or ""."""
+    best, depth = "", 0
+    line: Stack = ()
+    for mp in paths:  # heaviest first: on a tie the heavier call decides
+        rel, d = relation(py, mp.path, frames)
+        if d > depth:
+            best, depth = rel, d
+            line = mp.path[:d] if rel == "line" else ()
+    return best, line
+
+
+def place_sample(s: OnCpuSample, structure: Structure, frames: FrameRules) -> OnCpuSample:
+    """``s`` with the category its place in the call structure gives it (unchanged where
+    the structure does not place it)."""
+    call = frames.model_call(s.stack)
+    if call is not None:
+        stage = frames.stage_by_name(s.stack, call[0])
+        if stage is not None:
+            return replace(s, category=stage, how="name")
+        return replace(s, category=frames.inference_category(s.stack), how="structure")
+    py = tuple(f for f in s.stack if not is_native_frame(f))
+    if py and frames.wait_kind(py[-1]) is not None:
+        return s  # waiting for work, a lock or I/O is no stage (on a CPU: a spin, a stale join)
+    if structure.calls:
+        where, line = placement(py, structure.calls, frames)
+        if where == "line":
+            where = structure.same_line.get((s.tid, line), "")
+        if where == "model":
+            return replace(s, category=frames.inference_category(s.stack), how="structure")
+        if where in ("pre", "post"):
+            return replace(s, category=_stage(where, s, frames), how="structure")
+        if s.tid in structure.paths:
+            return s
+    serving = bool(py) and frames.is_serving(py[-1])
+    if s.tid in structure.feeders and s.category != "serialisation" and not serving:
+        return replace(s, category="preprocess", how="structure")
+    return s
+
+
+def _stage(where: str, s: OnCpuSample, frames: FrameRules) -> str:
+    if where == "pre":
+        return "preprocess"
+    return "serialisation" if frames.stage_by_name(s.stack) == "serialisation" else "postprocess"
+
+
+def same_line_order(ctx: Context, structure: Structure) -> dict[tuple[int, Stack], str]:
+    """Calls made on a model call's own line, placed by the order they ran in.
+
+    For each such line of each thread: the thread's py-spy stacks in time order, in runs of
+    consecutive stacks through that line (a run ends where the thread leaves the line, or
+    after a gap of more than SEGMENT_GAP_S). In a run, the time in other calls of the line
+    before the first stack that goes on towards the model is "pre" time, after the last one
+    "post" time; the line is "pre" or "post" when one outweighs the other ORDER_MARGIN times."""
+    iv, stacks = ctx.data.py_intervals, ctx.data.py_stacks
+    lines: set[tuple[int, Stack]] = set()
+    for s in ctx.oncpu:
+        if structure.calls and ctx.frames.model_call(s.stack) is None:
+            py = tuple(f for f in s.stack if not is_native_frame(f))
+            where, line = placement(py, structure.calls, ctx.frames)
+            if where == "line":
+                lines.add((s.tid, line))
+    out: dict[tuple[int, Stack], str] = {}
+    if iv is None or iv.empty or not lines:
+        return out
+    for tid, line in sorted(lines):
+        towards = _towards_model(line, structure.calls)
+        mine = iv[iv["tid"] == tid].sort_values("start")
+        kinds = np.array(
+            [_through(stacks.get(int(i), ()), line, towards) for i in mine["stack_id"]]
+        )
+        pre, post = _order_votes(kinds, mine["start"].to_numpy(), mine["end"].to_numpy())
+        out[(tid, line)] = (
+            "pre" if pre > ORDER_MARGIN * post else "post" if post > ORDER_MARGIN * pre else ""
+        )
+    return out
+
+
+#: a Python stack at a model call's line itself, when the call is native (a GEMM)
+AT_LINE = ("", "")
+
+
+def _towards_model(line: Stack, paths: list[ModelPath]) -> set[tuple[str, str]]:
+    """The functions the thread calls on ``line`` on its way to the model (AT_LINE where
+    the call made there is native: py-spy's stack then ends at the line)."""
+    d = len(line)
+    out: set[tuple[str, str]] = set()
+    for p in paths:
+        if p.path[:d] != line:
+            continue
+        if len(p.path) > d:
+            out.add(split_frame(p.path[d]))
+        elif p.callee and not is_native_frame(p.callee):
+            out.add(split_frame(p.callee))
+        else:
+            out.add(AT_LINE)
+    return out
+
+
+def _through(stack: Stack, line: Stack, towards: set[tuple[str, str]]) -> str:
+    """ "M" for a Python stack through ``line`` on its way to the model, "G" through it into
+    another call, "" not through it (or at the line itself, where that is not the call)."""
+    d = len(line)
+    if stack[:d] != line:
+        return ""
+    if len(stack) == d:
+        return "M" if AT_LINE in towards else ""
+    return "M" if split_frame(stack[d]) in towards else "G"
+
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def _order_votes(
+    kinds: npt.NDArray[np.str_], start: FloatArray, end: FloatArray
+) -> tuple[float, float]:
+    """Seconds of "G" stacks before the first "M" of their run, and after the last one."""
+    pre = post = 0.0
+    run: list[int] = []
+
+    def close() -> tuple[float, float]:
+        ms = [i for i in run if kinds[i] == "M"]
+        if not ms:
+            return 0.0, 0.0
+        a = sum(end[i] - start[i] for i in run if kinds[i] == "G" and i < ms[0])
+        b = sum(end[i] - start[i] for i in run if kinds[i] == "G" and i > ms[-1])
+        return float(a), float(b)
+
+    last_end = -np.inf
+    for i, k in enumerate(kinds):
+        if not k or start[i] - last_end > SEGMENT_GAP_S:
+            x, y = close()
+            pre, post, run = pre + x, post + y, []
+        if k:
+            run.append(i)
+            last_end = end[i]
+    x, y = close()
+    return pre + x, post + y
+
+
+# --- 3. feeding threads ----------------------------------------------------------------------
+
+
+def feeders(ctx: Context, structure: Structure) -> dict[int, str]:
+    """Threads that never call the model but hand work to threads that do: tid -> evidence
+    (the hand-off frame seen in its Python stacks, or perf's count of wakeups of the model
+    threads' waits for work)."""
+    model_tids = set(structure.paths)
+    if not model_tids:
+        return {}
+    data, frames = ctx.data, ctx.frames
+    out: dict[int, str] = {}
+    iv = data.py_intervals
+    if iv is not None and not iv.empty:
+        handoff: dict[int, str] = {}
+        for sid, st in data.py_stacks.items():
+            hit = next((f for f in reversed(st) if frames.is_handoff(f)), "")
+            if hit:
+                handoff[sid] = hit
+        seen = iv[iv["stack_id"].isin(list(handoff)) & ~iv["tid"].isin(model_tids)]
+        first = seen.groupby("tid")["stack_id"].first()
+        for tid, sid in zip(first.index.to_numpy(), first.to_numpy(), strict=True):
+            out[int(tid)] = f"hands work over at {handoff[int(sid)]}"
+    fx = ctx.futex
+    if fx is not None and not fx.empty and "waker" in fx:
+        woken = fx[(fx["kind"] == "condition") & fx["tid"].isin(model_tids) & fx["waker"].notna()]
+        py_tids = data.python_tids
+        sizes = woken.groupby("waker").size()
+        for waker, n in zip(sizes.index.to_numpy(), sizes.to_numpy(), strict=True):
+            w = int(waker)
+            if w in model_tids or w in out or w not in py_tids or n < FEEDER_WAKES:
+                continue
+            out[w] = f"woke the model threads' waits for work {int(n)} times (perf)"
+    return out
+
+
+# --- metrics ---------------------------------------------------------------------------------
+
+
+def _metrics(ctx: Context, structure: Structure) -> None:
+    m = ctx.metrics
+    total = sum(s.weight for s in ctx.oncpu)
+    placed = sum(s.weight for s in ctx.oncpu if s.how == "structure")
+    m["oncpu_share_placed"] = rounded(placed / total, 4) if total > 0 else 0.0
+    m["model_call_threads"] = len(structure.paths)
+    m["feeder_threads"] = len(structure.feeders)
+    calls: dict[str, float] = defaultdict(float)
+    for paths in structure.paths.values():
+        for mp in paths:
+            calls[mp.path[-1]] += mp.weight
+    m["model_call_site"] = most_common(calls, 1)[0][0] if calls else ""
+    names = ctx.data.py_names
+    ctx.out.oncpu["structure"] = {
+        "placed_share": m["oncpu_share_placed"],
+        "model_calls": [
+            (site, rounded(w / total, 4) if total > 0 else 0.0) for site, w in most_common(calls, 5)
+        ],
+        "model_threads": [
+            {"tid": tid, "name": names.get(tid, "")} for tid in sorted(structure.paths)[:50]
+        ],
+        "feeders": [
+            {"tid": tid, "name": names.get(tid, ""), "evidence": ev}
+            for tid, ev in sorted(structure.feeders.items())[:20]
+        ],
+        "same_line": [
+            {"tid": tid, "line": line[-1], "order": order or "not measured"}
+            for (tid, line), order in sorted(structure.same_line.items())[:20]
+        ],
+    }
+
+
+def thread_category(ctx: Context, tid: int, stack: Stack, fallback: str | None = None) -> str:
+    """The category of a Python stack of thread ``tid`` seen outside the on-CPU samples
+    (py-spy --gil's, say): by the call structure found, else its names."""
+    s = OnCpuSample(tid, stack, 0.0, fallback or ctx.frames.categorize(stack))
+    if ctx.structure is None:
+        return s.category
+    return place_sample(s, ctx.structure, ctx.frames).category

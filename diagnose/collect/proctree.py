@@ -1,0 +1,269 @@
+"""Reading a process tree from /proc for target selection (:mod:`diagnose.collect.selection`).
+
+Only what /proc gives without stopping or tracing anything: command lines, executables,
+which descriptors are listening sockets (``/proc/PID/fd`` against ``/proc/PID/net/tcp``,
+``tcp6`` and ``unix``), each thread's wait channel, and CPU time over a short window.
+Bounded: at most :data:`MAX_PROCESSES` processes, :data:`MAX_DEPTH` levels below the PID
+given and :data:`MAX_FDS` descriptors a process are read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import socket
+import struct
+import time
+
+import psutil
+
+from diagnose.collect.selection import ProcInfo
+
+MAX_PROCESSES = 256
+MAX_DEPTH = 4
+MAX_FDS = 16384
+#: CPU use is compared over this window (only for --workers busiest, the bound on workers
+#: and whether a multiprocessing parent works itself; never to decide what is a worker)
+CPU_WINDOW_S = 0.3
+
+#: Wait channels of a thread blocked on a TCP connection: receiving, sending, accepting
+#: on a listening socket, connecting. Unix sockets and pipes (multiprocessing's channels
+#: to its children) have others (unix_stream_read_generic, pipe_read).
+TCP_WAITS = frozenset(
+    {"sk_wait_data", "sk_stream_wait_memory", "inet_csk_accept", "inet_wait_for_connect",
+     "sk_stream_wait_connect", "tcp_recvmsg", "tcp_recvmsg_locked"}
+)  # fmt: skip
+#: A generic wait channel: on recent kernels a blocking TCP receive shows here (measured on
+#: this host: the zoo's request threads blocked in recv on a TCP socket read
+#: ``wait_woken``); counted only when the thread's syscall is on a TCP socket.
+GENERIC_WAITS = frozenset({"wait_woken"})
+#: The wait channel of wait4()/waitid(): waiting for a child to exit.
+CHILD_WAIT = "do_wait"
+
+_PY_EXE = re.compile(r"^python(\d(\.\d+)?)?[dmu]*$")
+_LIBPY = re.compile(r"libpython(\d)\.(\d+)[a-z]*\.so")
+_EXE_VERSION = re.compile(r"python(\d)\.(\d+)")
+_UNIX_LISTENING = 0x10000  # __SO_ACCEPTCON in /proc/net/unix's Flags
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
+    except OSError:
+        return ""
+
+
+def python_identity(pid: int, exe: str) -> tuple[bool, str | None, str | None]:
+    """(is it Python, version "3.x" if named, path of the ELF holding the interpreter)."""
+    for line in _read(f"/proc/{pid}/maps").splitlines():
+        m = _LIBPY.search(line)
+        if m:
+            path = line.split(None, 5)[-1] if len(line.split(None, 5)) == 6 else None
+            return True, f"{m.group(1)}.{m.group(2)}", path
+    base = os.path.basename(exe)
+    if _PY_EXE.match(base):
+        m = _EXE_VERSION.search(base)
+        version = f"{m.group(1)}.{m.group(2)}" if m else None
+        if version is None:
+            # `python3` -> resolve symlink name, else ask nothing: py-spy will tell.
+            m = _EXE_VERSION.search(os.path.basename(os.path.realpath(exe)))
+            version = f"{m.group(1)}.{m.group(2)}" if m else None
+        return True, version, exe
+    return False, None, None
+
+
+def _tcp_address(hex_addr: str) -> str:
+    """'0100007F:1F90' -> '127.0.0.1:8080' (IPv6 in brackets)."""
+    host, _, port = hex_addr.partition(":")
+    try:
+        raw = bytes.fromhex(host)
+        if len(raw) == 4:
+            ip = socket.inet_ntop(socket.AF_INET, raw[::-1])
+        else:  # four 32-bit words, each in host byte order
+            words = struct.unpack("<4I", raw)
+            ip = "[" + socket.inet_ntop(socket.AF_INET6, struct.pack(">4I", *words)) + "]"
+        return f"{ip}:{int(port, 16)}"
+    except (ValueError, OSError, struct.error):
+        return hex_addr
+
+
+def tcp_sockets(pid: int) -> dict[int, tuple[str, int]]:
+    """Inode -> (state, local port) of every TCP socket in ``pid``'s network namespace
+    (state as /proc/net/tcp writes it: '01' established, '0A' listening)."""
+    out: dict[int, tuple[str, int]] = {}
+    for name in ("tcp", "tcp6"):
+        for line in _read(f"/proc/{pid}/net/{name}").splitlines()[1:]:
+            f = line.split()
+            if len(f) > 9:
+                with contextlib.suppress(ValueError):
+                    out[int(f[9])] = (f[3], int(f[1].rpartition(":")[2], 16))
+    return out
+
+
+def accepted_connections(pid: int, sockets: set[int], held: list[int]) -> int:
+    """Established TCP connections ``pid`` holds on the port of a listening socket it holds
+    itself: connections it accepted (an outbound one has an ephemeral local port)."""
+    if not held:
+        return 0
+    table = tcp_sockets(pid)
+    ports = {table[i][1] for i in held if i in table}
+    return sum(1 for i in sockets if i in table and table[i][0] == "01" and table[i][1] in ports)
+
+
+def _syscall_on_tcp(pid: int, tid: str, tcp: dict[int, tuple[str, int]]) -> bool:
+    """The thread is in a system call whose first argument is a descriptor of a TCP socket
+    (recv, read, send, accept, connect take the descriptor first on every ABI)."""
+    fields = _read(f"/proc/{pid}/task/{tid}/syscall").split()
+    if len(fields) < 2 or not fields[0].isdigit():
+        return False  # running, or not readable
+    try:
+        fd = int(fields[1], 16)
+        link = os.readlink(f"/proc/{pid}/fd/{fd}")
+    except (ValueError, OSError):
+        return False
+    return link.startswith("socket:[") and int(link[8:-1]) in tcp
+
+
+def listening_sockets(pid: int) -> dict[int, str]:
+    """Inode -> local address of every listening socket in ``pid``'s network namespace."""
+    out: dict[int, str] = {}
+    for name in ("tcp", "tcp6"):
+        for line in _read(f"/proc/{pid}/net/{name}").splitlines()[1:]:
+            f = line.split()
+            if len(f) > 9 and f[3] == "0A":  # TCP_LISTEN
+                with contextlib.suppress(ValueError):
+                    out[int(f[9])] = _tcp_address(f[1])
+    for line in _read(f"/proc/{pid}/net/unix").splitlines()[1:]:
+        f = line.split()
+        with contextlib.suppress(ValueError, IndexError):
+            if int(f[3], 16) & _UNIX_LISTENING:
+                out[int(f[6])] = f"unix:{f[7]}" if len(f) > 7 else "unix:(unnamed)"
+    return out
+
+
+def socket_inodes(pid: int) -> set[int]:
+    """Inodes of the sockets ``pid`` holds descriptors of (the first MAX_FDS descriptors)."""
+    out: set[int] = set()
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return out
+    for fd in fds[:MAX_FDS]:
+        with contextlib.suppress(OSError):
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if link.startswith("socket:["):
+                out.add(int(link[8:-1]))
+    return out
+
+
+def thread_waits(pid: int) -> list[str]:
+    """The wait channel of each thread ('0' or '' when running)."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    return [_read(f"/proc/{pid}/task/{tid}/wchan").strip() for tid in tids]
+
+
+def request_threads(pid: int) -> int:
+    """Threads blocked on a TCP connection: a TCP wait channel, or a generic one while in a
+    system call on a TCP socket."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    tcp: dict[int, tuple[str, int]] | None = None
+    n = 0
+    for tid in tids:
+        wchan = _read(f"/proc/{pid}/task/{tid}/wchan").strip()
+        if wchan in TCP_WAITS:
+            n += 1
+        elif wchan in GENERIC_WAITS:
+            if tcp is None:
+                tcp = tcp_sockets(pid)
+            n += _syscall_on_tcp(pid, tid, tcp)
+    return n
+
+
+def _cpu_s(proc: psutil.Process) -> float | None:
+    try:
+        t = proc.cpu_times()
+    except psutil.Error:
+        return None
+    return float(t.user + t.system)
+
+
+def read_tree(pid: int, cpu_window: float = CPU_WINDOW_S) -> ProcInfo:
+    """``pid`` and the processes under it, as :class:`ProcInfo`. Raises psutil's errors
+    for ``pid`` itself (the caller turns them into one-line messages)."""
+    root = psutil.Process(pid)
+    procs: dict[int, psutil.Process] = {pid: root}
+    kids: dict[int, list[int]] = {pid: []}
+    frontier = [(root, 0)]
+    while frontier and len(procs) < MAX_PROCESSES:
+        proc, depth = frontier.pop(0)
+        if depth >= MAX_DEPTH:
+            continue
+        try:
+            children = proc.children()
+        except psutil.Error:
+            continue
+        for c in sorted(children, key=lambda p: p.pid):
+            if len(procs) >= MAX_PROCESSES:
+                break
+            procs[c.pid] = c
+            kids.setdefault(proc.pid, []).append(c.pid)
+            kids.setdefault(c.pid, [])
+            frontier.append((c, depth + 1))
+    cpu: dict[int, float | None] = {}
+    if len(procs) > 1 and cpu_window > 0:
+        before = {p: _cpu_s(proc) for p, proc in procs.items()}
+        time.sleep(cpu_window)
+        for p, proc in procs.items():
+            now, then = _cpu_s(proc), before[p]
+            cpu[p] = None if now is None or then is None else max(0.0, now - then) / cpu_window
+    listening = listening_sockets(pid)
+
+    def info(p: int) -> ProcInfo:
+        return describe(procs[p], listening, cpu.get(p), tuple(info(c) for c in kids[p]))
+
+    return info(pid)
+
+
+def describe(
+    proc: psutil.Process,
+    listening: dict[int, str],
+    cpu_cores: float | None = None,
+    children: tuple[ProcInfo, ...] = (),
+) -> ProcInfo:
+    """One process as selection sees it (a process that vanished meanwhile: empty facts)."""
+    pid = proc.pid
+    try:
+        with proc.oneshot():
+            comm, cmdline, threads = proc.name(), tuple(proc.cmdline()), proc.num_threads()
+            try:
+                exe = proc.exe()
+            except psutil.AccessDenied:
+                exe = ""
+    except psutil.Error:
+        comm, cmdline, threads, exe = "?", (), 0, ""
+    sockets = socket_inodes(pid)
+    held = sorted(i for i in sockets if i in listening)
+    waits = thread_waits(pid)
+    return ProcInfo(
+        pid=pid,
+        comm=comm,
+        exe=exe,
+        cmdline=cmdline,
+        is_python=python_identity(pid, exe)[0],
+        threads=threads,
+        listening=frozenset(held),
+        ports=tuple(dict.fromkeys(listening[i] for i in held)),
+        request_threads=request_threads(pid),
+        accepted=accepted_connections(pid, sockets, held),
+        waits_for_child=bool(waits) and all(w == CHILD_WAIT for w in waits),
+        cpu_cores=None if cpu_cores is None else round(cpu_cores, 3),
+        children=children,
+    )

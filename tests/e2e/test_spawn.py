@@ -1,0 +1,96 @@
+"""Every child diagnose starts dies with diagnose (diagnose/spawn.py), on real processes.
+
+A stand-in for diagnose (a Python process importing diagnose) starts one child of each
+kind: a plain :func:`~diagnose.spawn.spawn` (SIGTERM), a collector helper
+(:class:`~diagnose.collect.child.Child`, SIGINT), a demo's sample
+(:class:`~diagnose.demo.SampleProcess`, which had no guard before) and the user's command
+under ``run`` (:class:`~diagnose.run.LaunchedCommand`); then it is killed with SIGKILL, as
+the OOM killer or an operator would. Each child would live 120 s on its own; all must be
+gone within 15 s."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from diagnose.spawn import run
+from tests.conftest import ROOT
+
+SLEEPER = [sys.executable, "-c", "import time; time.sleep(120)"]
+
+PARENT = """
+import json, sys, time
+from diagnose.spawn import spawn
+from diagnose.collect.child import Child
+from diagnose.demo import SampleProcess
+from diagnose.run import LaunchedCommand
+sleeper = {sleeper!r}
+kids = {{
+    "spawn": spawn(sleeper).pid,
+    "collector helper": Child(sleeper, {err!r}).pid,
+    "demo sample": SampleProcess("idle_service", seconds=120).pid,
+    "run command": LaunchedCommand(sleeper).pid,
+}}
+print(json.dumps(kids), flush=True)
+time.sleep(120)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_every_kind_of_child_dies_with_diagnose(tmp_path):
+    code = PARENT.format(sleeper=SLEEPER, err=str(tmp_path / "helper.stderr"))
+    parent = subprocess.Popen(
+        [sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    kids: dict[str, int] = {}
+    try:
+        assert parent.stdout is not None
+        kids = json.loads(parent.stdout.readline())
+        assert all(_alive(pid) for pid in kids.values()), kids
+        # WHEN diagnose is killed outright
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and any(_alive(p) for p in kids.values()):
+            time.sleep(0.1)
+        # THEN none of its children is left behind
+        left = {name: pid for name, pid in kids.items() if _alive(pid)}
+        assert not left, f"still running after diagnose died: {left}"
+    finally:
+        for pid in kids.values():
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+
+
+def test_a_short_command_is_killed_at_its_timeout():
+    started = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        run(SLEEPER, timeout=0.5)
+    assert time.monotonic() - started < 60  # it did not wait for the command's 120 s
+    mine = [
+        p
+        for p in psutil.Process().children(recursive=True)
+        if "time.sleep(120)" in " ".join(p.cmdline())
+    ]
+    assert not mine, mine
+
+
+def test_a_short_command_gives_its_output_and_status():
+    res = run([sys.executable, "-c", "import sys; print('out'); sys.exit(3)"], timeout=30)
+    assert (res.returncode, res.stdout) == (3, "out\n")

@@ -1,0 +1,146 @@
+"""Which process diagnose captures, on the zoo's real serving stacks (samples/services/).
+
+diagnose attach is pointed at the PID a user has: the service's own. A threaded service
+with a helper child (the feature store, a server of its own) is diagnosed itself, however
+busy the child; a gunicorn or uvicorn ``--workers 2`` master leads to one of its workers,
+and the manifest and report say which process, why, and who was left out and why. The
+decision reads the process tree's structure (listening sockets, command lines, what the
+threads wait on), so the contrasts here do not depend on CPU use and hold on a busy host.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from benchmarks.zoo import Running, free_port, running, select, start_load
+from diagnose.collect.proctree import read_tree
+from tests.e2e.cli import run_cli, wait_for
+
+PROC_ONLY = ("--collectors", "proc")
+
+
+def attach(run: Running | int, out: Path) -> tuple[dict, dict, str]:
+    """``diagnose attach`` on the PID the service's command started: (manifest target,
+    report.json, the terminal's stderr)."""
+    pid = run if isinstance(run, int) else run.pid
+    res = run_cli("attach", str(pid), "-d", "2", *PROC_ONLY, "--format", "json,md", "-o", str(out))
+    assert res.returncode in (0, 5), res.stderr
+    target = json.loads((out / "manifest.json").read_text())["target"]
+    report = json.loads((out / "report.json").read_text())
+    return target, report, res.stderr
+
+
+def test_a_threaded_service_with_a_helper_child_is_diagnosed_itself(tmp_path: Path):
+    pytest.importorskip("locust")
+    # GIVEN the fraud-scoring service under load: 8 request threads blocked on its feature
+    # store, a child process listening on a port of its own
+    s = select(["threaded_featurestore_child"])[0]
+    with running(s, None, tmp_path / "svc") as run:
+        store = psutil.Process(run.pid).children()
+        assert len(store) == 1, store
+        load = start_load(run, 30, tmp_path / "svc")
+        try:
+            # the service's own threads are seen waiting on TCP connections (the store's),
+            # and it holds the connections it accepted from the load generator
+            def serving() -> bool:
+                tree = read_tree(run.pid, 0)
+                return tree.request_threads >= 4 and tree.accepted >= 4
+
+            wait_for(serving, 30, "request threads and accepted connections")
+            # WHEN diagnose attaches to the service's PID
+            target, report, err = attach(run, tmp_path / "b")
+        finally:
+            load.stop()
+    # THEN the service itself is captured, not its child, and the child is named as left
+    # out because it serves on a port of its own
+    assert target["pid"] == run.pid and target["followed_from"] is None, target
+    assert target["selection"] == "service", target
+    assert target["left_out"] == [
+        {"pid": store[0].pid, "comm": "python", "why": target["left_out"][0]["why"]}
+    ]
+    assert "a server of its own" in target["left_out"][0]["why"]
+    assert f"PID {run.pid} serves requests itself" in target["note"]
+    # and the report and the terminal say so
+    assert report["target"]["note"] == target["note"]
+    assert f"Left out: {store[0].pid} (python)" in err
+    assert f"Left out: {store[0].pid} (python)" in (tmp_path / "b" / "report.md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("sample", "master"),
+    [("gunicorn_idle", "a gunicorn master"), ("uvicorn_workers2_textclean", "a uvicorn master")],
+)
+def test_a_prefork_master_leads_to_one_of_its_workers(tmp_path: Path, sample: str, master: str):
+    # GIVEN a pre-fork server started as its users start it: the PID is the master's
+    s = select([sample])[0]
+    with running(s, None, tmp_path / "svc") as run:
+        kids = psutil.Process(run.pid).children()
+        workers = {k.pid for k in kids if k.net_connections("tcp")}  # they share the socket
+        assert len(workers) == 2, kids
+        # WHEN diagnose attaches to the master
+        target, report, err = attach(run, tmp_path / "b")
+    # THEN one of its workers is captured, the master named as followed
+    assert target["pid"] in workers and target["followed_from"] == run.pid, target
+    assert target["selection"] == "prefork", target
+    assert f"PID {run.pid} is {master}" in target["note"]
+    assert f"following the busiest, PID {target['pid']}" in target["note"]
+    # and the other worker (and uvicorn's resource tracker) are left out, each with why
+    left = {x["pid"]: x["why"] for x in target["left_out"]}
+    (other,) = workers - {target["pid"]}
+    assert left[other].startswith("another worker of the service"), left
+    assert set(left) == {k.pid for k in kids} - {target["pid"]}, left
+    assert report["target"]["note"] == target["note"]
+    assert "following the busiest" in err
+    # the whole note, its last left-out process included, reaches the Markdown report
+    md = (tmp_path / "b" / "report.md").read_text()
+    assert f"{target['left_out'][-1]['pid']} (python)" in md, md[:2000]
+
+
+LAUNCHER = """
+import subprocess, sys, time
+child = subprocess.Popen(sys.argv[1:])
+while child.poll() is None:
+    time.sleep(0.2)
+"""
+
+
+def test_an_idle_launcher_polling_its_serving_child_is_followed_to_it(tmp_path: Path):
+    # GIVEN a Python launcher that started an HTTP server and polls it in a sleep loop (so
+    # it never waits in wait4, and is not a shell)
+    port = free_port()
+    server = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"]
+    launcher = subprocess.Popen(
+        [sys.executable, "-c", LAUNCHER, *server],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+
+        def listening() -> bool:
+            kids = psutil.Process(launcher.pid).children()
+            return bool(kids) and any(c.status == "LISTEN" for c in kids[0].net_connections())
+
+        wait_for(listening, 30, "the HTTP server")
+        (child,) = psutil.Process(launcher.pid).children()
+        # WHEN diagnose attaches to the launcher
+        target, _report, err = attach(launcher.pid, tmp_path / "b")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(launcher.pid, signal.SIGKILL)
+        launcher.wait(10)
+    # THEN the server is captured, and the note says the launcher was followed and why
+    assert target["pid"] == child.pid and target["followed_from"] == launcher.pid, target
+    assert target["selection"] == "wrapper", target
+    assert f"PID {launcher.pid} is a launcher" in target["note"]
+    assert f"following PID {child.pid}" in err

@@ -1,0 +1,222 @@
+"""Stage attribution by call structure (diagnose/analyse/stages.py), on hand-built stacks.
+
+Principle: where a sample sits relative to the model call decides its stage (before the
+call in the handler: preprocessing; after it: postprocessing or serialisation; a thread
+feeding the model's threads: preprocessing); names decide only where the structure cannot.
+Each case has a near miss that the structure must NOT place.
+"""
+
+from __future__ import annotations
+
+from diagnose.analyse import stages
+from diagnose.analyse.model import OnCpuSample
+from diagnose.formats.stacks import Stack
+
+from .analysis import FR, bundle_data, context
+
+TORCH = "_call_impl (/venv/lib/python3.11/site-packages/torch/nn/modules/module.py:1511)"
+DUMPS = "dumps (/usr/lib/python3.11/json/__init__.py:231)"
+PUT = "put (/usr/lib/python3.11/queue.py:140)"
+
+
+def placed(samples: list[tuple[int, Stack, float]], intervals=(), stacks=None):  # type: ignore[no-untyped-def]
+    """Run the stage step over on-CPU samples named by their frames: {stack: (category, how)}."""
+    data = bundle_data([], intervals, stacks or {})
+    ctx = context(data)
+    ctx.oncpu = [OnCpuSample(t, st, w, FR.categorize(st)) for t, st, w in samples]
+    stages.stages(ctx)
+    return {(s.tid, s.stack): (s.category, s.how) for s in ctx.oncpu}, ctx
+
+
+def test_before_the_model_call_is_preprocessing_after_it_postprocessing() -> None:
+    # GIVEN a handler whose line 22 calls a torch module; plain-named code at line 20 and 25
+    model = ("serve (app.py:90)", "handle (app.py:22)", TORCH)
+    before = ("serve (app.py:90)", "handle (app.py:20)", "tidy (app.py:5)")
+    after = ("serve (app.py:90)", "handle (app.py:25)", "shape_reply (app.py:40)")
+    reply = ("serve (app.py:90)", "handle (app.py:26)", DUMPS)
+    got, ctx = placed([(1, model, 1.0), (1, before, 2.0), (1, after, 0.5), (1, reply, 0.5)])
+    # THEN the structure places each, whatever the names say
+    assert got[(1, model)] == ("model", "structure")
+    assert got[(1, before)] == ("preprocess", "structure")
+    assert got[(1, after)] == ("postprocess", "structure")
+    assert got[(1, reply)] == ("serialisation", "structure")
+    assert ctx.metrics["model_call_threads"] == 1
+    assert ctx.metrics["oncpu_share_placed"] == 1.0
+    assert ctx.metrics["model_call_site"] == "handle (app.py:22)"
+
+
+def test_threads_running_the_same_handler_share_its_model_call() -> None:
+    # GIVEN thread 1 was seen calling the model; thread 2 runs the same handler and was only
+    # seen cleaning (a pool thread whose model calls fell between samples); thread 3 runs
+    # other code with the same plain function
+    model = ("serve (app.py:90)", "handle (app.py:22)", TORCH)
+    tidy = ("serve (app.py:90)", "handle (app.py:20)", "tidy (app.py:5)")
+    elsewhere = ("cron (jobs.py:3)", "tidy (app.py:5)")
+    got, ctx = placed([(1, model, 1.0), (2, tidy, 1.0), (3, elsewhere, 1.0)])
+    # THEN thread 2's cleaning is before the model call in the same handler: preprocessing
+    assert got[(2, tidy)] == ("preprocess", "structure")
+    # near miss: thread 3 shares no frame with the handler: unexplained
+    assert got[(3, elsewhere)] == ("other", "name")
+    assert ctx.metrics["model_call_threads"] == 1
+    assert ctx.metrics["oncpu_share_placed"] == round(2 / 3, 4)
+
+
+ANYIO = "/venv/lib/python3.11/site-packages/anyio/_backends/_asyncio.py"
+
+
+def test_the_serving_machinery_is_not_the_handler() -> None:
+    # GIVEN a worker pool's loop (anyio) that takes its next job at line 1113 and runs the
+    # handler at line 1124, which calls the model
+    run = f"WorkerThread.run ({ANYIO}:1124)"
+    model = (run, "handle (app.py:22)", TORCH)
+    take = (f"WorkerThread.run ({ANYIO}:1110)", "bookkeeping (app.py:70)")
+    before = (run, "handle (app.py:20)", "tidy (app.py:5)")
+    got, _ = placed([(1, model, 1.0), (1, take, 1.0), (1, before, 1.0)])
+    # THEN what the pool's loop does before running the handler is not preprocessing
+    assert got[(1, take)] == ("other", "name")
+    # near miss: the handler's own line before the call is
+    assert got[(1, before)] == ("preprocess", "structure")
+
+
+def test_a_thread_on_a_cpu_in_a_wait_frame_is_in_no_stage() -> None:
+    model = ("serve (app.py:90)", "handle (app.py:22)", TORCH)
+    waiting = (
+        "serve (app.py:90)",
+        "handle (app.py:20)",
+        "Condition.wait (/usr/lib/python3.11/threading.py:327)",
+    )
+    got, _ = placed([(1, model, 1.0), (1, waiting, 1.0)])
+    assert got[(1, waiting)] == ("other", "name")
+
+
+GEMV = "sgemv_kernel_4x8 (libscipy_openblas64_.so)"
+UNIDATA = "unicodedata_UCD_category (unicodedata.cpython-311-x86_64-linux-gnu.so)"
+
+
+def test_a_kernel_joined_to_a_line_that_mostly_does_other_work_is_no_model_call() -> None:
+    # GIVEN one GEMV sample joined to fold's line 29 (a stale join: the thread had just left
+    # the model), where 9 other samples run unicodedata; and a real model line, all GEMV
+    stale = ("handle (app.py:20)", "fold (text.py:29)", GEMV)
+    work = ("handle (app.py:20)", "fold (text.py:29)", UNIDATA)
+    loop = ("handle (app.py:20)", "fold (text.py:33)")
+    real = ("handle (app.py:24)", "Model.__call__ (model.py:162)", GEMV)
+    samples = [(1, stale, 1.0), (1, work, 9.0), (1, loop, 5.0), (1, real, 2.0)]
+    got, ctx = placed(samples)
+    # THEN fold's line 29 is not taken as a model call (its line 33 is not "after" it)...
+    assert [mp.path[-1] for mp in ctx.structure.calls] == ["Model.__call__ (model.py:162)"]  # type: ignore[union-attr]
+    # ...and fold, called at handle's line 20, before the model call at line 24, is preprocessing
+    assert got[(1, loop)] == ("preprocess", "structure")
+    assert got[(1, real)] == ("compute", "structure")
+    # near miss: with the GEMV most of the line's time, the line is a model call
+    got, ctx = placed([(1, stale, 6.0), (1, work, 4.0)])
+    assert [mp.path[-1] for mp in ctx.structure.calls] == ["fold (text.py:29)"]  # type: ignore[union-attr]
+
+
+def test_near_miss_a_sample_sharing_no_frame_with_the_model_path_stays_other() -> None:
+    model = ("serve (app.py:90)", "handle (app.py:22)", TORCH)
+    housekeeping = ("monitor (app.py:200)", "collect_stats (app.py:210)")
+    got, _ = placed([(1, model, 1.0), (1, housekeeping, 1.0)])
+    assert got[(1, housekeeping)] == ("other", "name")
+
+
+def test_an_endpoint_called_predict_is_not_the_model() -> None:
+    # GIVEN an endpoint named predict whose line 12 cleans text and line 14 calls the model
+    model = ("run (server.py:1)", "predict (app.py:14)", TORCH)
+    clean = ("run (server.py:1)", "predict (app.py:12)", "handle (app.py:30)", "loop (app.py:33)")
+    got, _ = placed([(1, model, 1.0), (1, clean, 3.0)])
+    # THEN the cleaning under "predict" is preprocessing, not model time
+    assert got[(1, clean)] == ("preprocess", "structure")
+    # AND by name alone it would not be the model either (predict is not the leaf)
+    assert FR.categorize(clean) == "other"
+
+
+def test_a_stage_named_above_the_model_call_keeps_its_name() -> None:
+    # a preprocess function that runs torch modules (torchvision transforms) is preprocessing
+    st = ("handle (app.py:20)", "preprocess (app.py:10)", TORCH)
+    got, _ = placed([(1, st, 1.0)])
+    assert got[(1, st)] == ("preprocess", "name")
+
+
+def test_a_thread_that_feeds_the_model_threads_is_preprocessing() -> None:
+    # GIVEN thread 1 calls the model; thread 2 puts work on a queue and otherwise runs
+    # plain code; thread 3 runs plain code and hands nothing over
+    model = ("worker (app.py:60)", "infer_one (app.py:64)", TORCH)
+    work2 = ("producer (app.py:40)", "tidy (app.py:5)")
+    work3 = ("reporter (app.py:80)", "tidy (app.py:5)")
+    stacks = {0: ("producer (app.py:44)", PUT), 1: work2, 2: work3, 3: model}
+    iv = [(2, 0.0, 0.1, 1), (2, 0.1, 0.11, 0), (3, 0.0, 0.1, 2), (1, 0.0, 0.1, 3)]
+    loop = (
+        "producer (app.py:40)",
+        "H11Protocol.data_received (/venv/lib/python3.11/site-packages/uvicorn/protocols/http/h11_impl.py:300)",
+    )
+    samples = [(1, model, 1.0), (2, work2, 1.0), (3, work3, 1.0), (2, loop, 1.0)]
+    got, ctx = placed(samples, iv, stacks)
+    assert got[(2, work2)] == ("preprocess", "structure")
+    # near miss: the feeder's own serving machinery (its event loop) is not preprocessing
+    assert got[(2, loop)] == ("other", "name")
+    # near miss: no hand-off seen, not a feeder
+    assert got[(3, work3)] == ("other", "name")
+    assert ctx.metrics["feeder_threads"] == 1
+    assert "queue.py" in ctx.structure.feeders[2]  # type: ignore[union-attr]
+
+
+def _same_line_run(order: str) -> tuple[dict[int, Stack], list[tuple[int, float, float, int]]]:
+    """py-spy stacks of thread 1 through ``score(tidy(x))`` at handle line 20: "GM" runs
+    tidy first, then the model; "MG" the other way round; repeated 20 times."""
+    line = ("serve (app.py:90)", "handle (app.py:20)")
+    stacks = {0: (*line, "tidy (app.py:5)"), 1: (*line, TORCH), 2: ("serve (app.py:91)",)}
+    iv: list[tuple[int, float, float, int]] = []
+    t = 0.0
+    for _ in range(20):
+        for k in order:
+            iv.append((1, t, t + 0.01, 0 if k == "G" else 1))
+            t += 0.01
+        iv.append((1, t, t + 0.01, 2))  # leaves the line between requests
+        t += 0.01
+    return stacks, iv
+
+
+def test_a_call_on_the_model_call_s_own_line_is_placed_by_the_order_it_ran_in() -> None:
+    tidy = ("serve (app.py:90)", "handle (app.py:20)", "tidy (app.py:5)")
+    model = ("serve (app.py:90)", "handle (app.py:20)", TORCH)
+    stacks, iv = _same_line_run("GM")
+    got, _ = placed([(1, model, 1.0), (1, tidy, 1.0)], iv, stacks)
+    assert got[(1, tidy)] == ("preprocess", "structure")
+    stacks, iv = _same_line_run("MG")
+    got, _ = placed([(1, model, 1.0), (1, tidy, 1.0)], iv, stacks)
+    assert got[(1, tidy)] == ("postprocess", "structure")
+
+
+def test_near_miss_a_same_line_call_whose_order_is_not_dominant_keeps_its_name() -> None:
+    tidy = ("serve (app.py:90)", "handle (app.py:20)", "tidy (app.py:5)")
+    model = ("serve (app.py:90)", "handle (app.py:20)", TORCH)
+    stacks, iv = _same_line_run("GMG")  # as much before as after: not measured
+    got, _ = placed([(1, model, 1.0), (1, tidy, 1.0)], iv, stacks)
+    assert got[(1, tidy)] == ("other", "name")
+    # and without timestamps (no py-spy intervals) it is not placed either
+    got, _ = placed([(1, model, 1.0), (1, tidy, 1.0)])
+    assert got[(1, tidy)] == ("other", "name")
+
+
+def test_a_native_gemm_is_a_model_call_with_perf() -> None:
+    # GIVEN perf's mixed stack: handler line 22 -> numpy -> an OpenBLAS GEMM; line 20 plain code
+    gemm = (
+        "handle (app.py:22)",
+        "PyArray_MatrixProduct2 (_multiarray_umath.cpython-311-x86_64-linux-gnu.so)",
+        "sgemm_kernel_HASWELL (libscipy_openblas64_.so)",
+    )
+    tidy = ("handle (app.py:20)", "tidy (app.py:5)")
+    got, _ = placed([(1, gemm, 1.0), (1, tidy, 1.0)])
+    assert got[(1, gemm)] == ("compute", "structure")
+    assert got[(1, tidy)] == ("preprocess", "structure")
+
+
+def test_the_out_structure_survives_the_shares_step() -> None:
+    from diagnose.analyse import oncpu
+
+    model = ("serve (app.py:90)", "handle (app.py:22)", TORCH)
+    _, ctx = placed([(1, model, 1.0)])
+    ctx.metrics["oncpu_source"] = "perf"
+    oncpu.oncpu_shares(ctx)
+    assert ctx.out.oncpu["structure"]["model_calls"] == [("handle (app.py:22)", 1.0)]
+    assert ctx.metrics["oncpu_share_model"] == 1.0
