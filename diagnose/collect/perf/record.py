@@ -125,7 +125,12 @@ class PerfRecord:
             return self.recording_at
         while True:
             if EVENTS_ON in child.stderr_text(4096):
+                # when perf wrote the line (it writes nothing more until it ends), not when
+                # it was seen: the session may have been waiting for another collector
                 self.recording_at = time.monotonic()
+                with contextlib.suppress(OSError):
+                    written = os.stat(self.ctx.writer.path(self.stderr_rel)).st_mtime
+                    self.recording_at -= max(0.0, time.time() - written)
                 self.started_t = self.recording_at - self.ctx.t0
                 # what the target used while perf set up is not what perf missed
                 self.target_cpu_at_start = target_cpu_seconds(self.ctx.target.pid)
