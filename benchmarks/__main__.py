@@ -9,6 +9,8 @@ command prints the machine, the load average, raw rows (JSON lines, also kept un
   analysis          diagnose report's time and peak RSS on bundles of growing size
   scale-bundle      make a bigger bundle from a recorded one (in time and in threads)
   verdict           the shortest capture whose verdict matches a 60 s capture's; bundle size
+  short-capture     diagnose attach -d 4: time to verdict, when the window opened, perf's
+                    samples; several diagnose trees side by side (before/after a change)
   tool-cost         CPU of diagnose and each of its helpers during one capture
   oncpu-stability   on-CPU category shares across repeated short captures
   perf-overhead     tests/targets/perf_overhead.py: perf's own recordings, alternating
@@ -59,6 +61,7 @@ COMMANDS: dict[str, Callable[[list[str]], None]] = {
     "analysis": _module("analysis"),
     "scale-bundle": _module("scale_bundle"),
     "verdict": _module("verdict"),
+    "short-capture": _module("short_capture"),
     "tool-cost": _script("benchmarks/tool_cost.py"),
     "oncpu-stability": _script("benchmarks/oncpu_stability.py"),
     "perf-overhead": _script("tests/targets/perf_overhead.py"),

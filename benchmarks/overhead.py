@@ -2,13 +2,21 @@
 
 Each run starts a sample service in its own session (``--timestamps``: it records the end
 time of every request), lets it warm up, starts one variant in another session (nothing,
-``diagnose attach`` at its defaults, ``py-spy record`` at its defaults, or diagnose with
-one collector), waits for it to exit, then stops the service. The throughput is counted
-in the same window of every run, inside every variant's sampling: from ``WINDOW[0]`` to
-``WINDOW[1]`` seconds after the variant was started (diagnose takes about 1.4 s to probe
-and start its helpers; its sampling ends ``--duration`` s after it starts). Variants
-alternate within each round, in a rotating order. The cost of a variant is
+``diagnose attach`` at its defaults, ``py-spy record --nonblocking`` alone, ``perf record``
+alone, ``py-spy record`` at its defaults, or diagnose with one collector), waits for it to
+exit, then stops the service. The default variants are the floor comparison (issue 13):
+alone, diagnose, py-spy --nonblocking, perf record; ``--variants all`` adds the others.
+The throughput is counted in the same window of every run, inside every variant's
+sampling: from ``WINDOW[0]`` to ``WINDOW[1]`` seconds after the variant was started
+(diagnose starts its helpers within about a second and opens its window once they record,
+``window_start_s``, 1.6-4 s on a busy host; it samples ``--duration`` s from there).
+Variants alternate within each round, in a rotating order. The cost of a variant is
 ``1 - rps / rps(alone)`` in the same round; the figure is the median over rounds.
+
+CPU: ``tool CPU s`` is everything the variant's process tree used, start to exit
+(diagnose's conversion, analysis and reports included); ``cores while recording`` is, for
+diagnose, the capture's own measure (``tool_cpu_cores``: diagnose and every helper during
+the capture, from its proc sampler), for a lone profiler its CPU over its run.
 
 diagnose's work after the capture (converting, analysing, rendering) runs while the target
 still serves, so its throughput from the end of sampling to diagnose's exit is counted
@@ -18,6 +26,7 @@ too (``post``), against the same round's ``alone`` rate.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import sys
@@ -45,6 +54,9 @@ from benchmarks.common import (
 TARGETS: dict[str, tuple[str, list[str], float]] = {
     # about 4 threads: main, one Python tokeniser, two NumPy model workers
     "few": ("preprocess_tokenize", [], 3.0),
+    # the same with 64 more threads that only wait (a server's idle pool): what a profiler
+    # costs grows with the threads it reads, busy or not (issue 13)
+    "few_idle": ("preprocess_tokenize", ["--idle-threads", "64"], 3.0),
     # 65 threads: 64 request threads on one model lock (mostly waiting), one running
     "many": ("lock_contention", ["--threads", "64"], 3.0),
     # onnxruntime with a large intra-op pool: 2 sessions x 32 threads (oversubscribed)
@@ -56,6 +68,8 @@ TARGETS: dict[str, tuple[str, list[str], float]] = {
 }
 COLLECTORS = ("proc", "pyspy", "gil", "perf", "perf_sched", "false_sharing")
 WINDOW = (1.5, 9.5)  # seconds after the variant starts; with duration 10 s
+#: the default variants: diagnose against the floor, each profiler alone (issue 13, item 5)
+FLOOR = ("alone", "diagnose", "py-spy --nonblocking", "perf record")
 
 
 def pyspy_binary() -> str:
@@ -72,21 +86,32 @@ def variants(duration: int) -> dict[str, Callable[[int, Path], list[str]]]:
     def attach(*extra: str) -> Callable[[int, Path], list[str]]:
         return lambda pid, out: [*DIAGNOSE, "attach", str(pid), "-d", d, "-o", str(out), *extra]
 
+    def pyspy_alone(*extra: str) -> Callable[[int, Path], list[str]]:
+        return lambda pid, out: [pyspy, "record", "--pid", str(pid), "--rate", "100", *extra,
+                                 "--duration", d, "--output", str(out) + ".svg"]  # fmt: skip
+
     out: dict[str, Callable[[int, Path], list[str]]] = {
         "alone": lambda pid, out: ["sleep", d],
         "diagnose": attach(),
-        "py-spy": lambda pid, out: [
-            pyspy,
-            "record",
-            "--pid",
-            str(pid),
-            "--rate",
-            "100",
-            "--duration",
+        "py-spy --nonblocking": pyspy_alone("--nonblocking"),
+        # the platform notes' perf: on-CPU stacks at 99 Hz with call graphs, for d seconds
+        "perf record": lambda pid, out: [
+            "timeout",
+            "-s",
+            "INT",
             d,
-            "--output",
-            str(out) + ".svg",
+            "perf",
+            "record",
+            "-F",
+            "99",
+            "-g",
+            "--no-bpf-event",
+            "-p",
+            str(pid),
+            "-o",
+            str(out) + ".perf.data",
         ],
+        "py-spy": pyspy_alone(),
     }
     for c in COLLECTORS:
         out[f"only {c}"] = attach("--collectors", c)
@@ -138,6 +163,12 @@ def one_run(
         "other_cpu_s": round(host1 - host0 - (target1 - target0) - cpu, 2),
         "loadavg": load,
     }
+    row["cores_recording"] = round(cpu / wall, 3) if wall > 0 else None
+    with contextlib.suppress(OSError, ValueError, KeyError):
+        rep = json.loads((out / "report.json").read_text())
+        row["cores_recording"] = rep["metrics"]["tool_cpu_cores"]  # diagnose's own measure
+    for leftover in (Path(str(out) + ".svg"), Path(str(out) + ".perf.data")):
+        leftover.unlink(missing_ok=True)
     manifest = out / "manifest.json"
     if manifest.exists():
         man = json.loads(manifest.read_text())
@@ -149,6 +180,8 @@ def one_run(
         row["proc_late_ticks"] = details.get("proc", {}).get("late_ticks")
         sampled_until = cap["monotonic_start"] + duration
         row["started_s"] = round(cap["monotonic_start"] - start, 2)
+        row["window_start_s"] = cap.get("window_start_s", 0.0)
+        sampled_until += row["window_start_s"]
         row["post_s"] = round(start + wall - sampled_until, 2)
         row["post_rps"] = svc.rps(sampled_until, start + wall)
         row["bundle_mb"] = round(
@@ -158,17 +191,17 @@ def one_run(
     return row
 
 
-def _got(rows: list[dict], key: str) -> str:
+def _got(rows: list[dict], key: str, spec: str = ".0f") -> str:
     vals = [r[key] for r in rows if r.get(key) is not None]
-    return stat(vals).fmt(".0f") if vals else ""
+    return stat(vals).fmt(spec) if vals else ""
 
 
 def summarise(rows: list[dict], targets: list[str], names: list[str]) -> str:
     lines = [
         "| target | variant | rps in window, median (range) | cost vs alone, median of rounds (range) "
-        "| tool CPU s per run | other CPU s per run | after-capture: s, cost "
-        "| py-spy samples | late /proc ticks |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| tool CPU s per run | cores while recording | other CPU s per run "
+        "| after-capture: s, cost | py-spy samples | late /proc ticks |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for t in targets:
         base = {r["round"]: r["rps"] for r in rows if r["target"] == t and r["variant"] == "alone"}
@@ -190,6 +223,7 @@ def summarise(rows: list[dict], targets: list[str], names: list[str]) -> str:
                 f"| {t} ({threads} threads) | {v} | {stat([r['rps'] for r in sel]).fmt('.0f')} "
                 f"| {'-' if v == 'alone' else cost.fmt('.1f', '%')} "
                 f"| {stat([r['tool_cpu_s'] for r in sel]).fmt('.2f')} "
+                f"| {_got(sel, 'cores_recording', '.3f')} "
                 f"| {stat([r['other_cpu_s'] for r in sel]).fmt('.2f')} | {post} "
                 f"| {_got(sel, 'pyspy_samples')} | {_got(sel, 'proc_late_ticks')} |"
             )
@@ -198,12 +232,13 @@ def summarise(rows: list[dict], targets: list[str], names: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m benchmarks overhead", description=__doc__)
-    p.add_argument("--targets", default="few,many", help=f"of: {', '.join(TARGETS)}")
+    p.add_argument("--targets", default="few,few_idle", help=f"of: {', '.join(TARGETS)}")
     p.add_argument(
         "--variants",
-        default="all",
-        help="separated by commas, or by ';' (default: all); '[nice] diagnose OPTIONS' attaches with those "
-        "options (nice: at nice 10, its helpers too)",
+        default="floor",
+        help=f"separated by commas, or by ';'; 'floor' (the default): {', '.join(FLOOR)}; "
+        "'all': every known variant; '[nice] diagnose OPTIONS' attaches with those options "
+        "(nice: at nice 10, its helpers too)",
     )
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--duration", type=int, default=10, help="capture seconds (default 10)")
@@ -217,7 +252,10 @@ def main(argv: list[str] | None = None) -> None:
     targets = args.targets.split(",")
     all_variants = variants(args.duration)
     sep = ";" if ";" in args.variants else ","  # ';' when an option's value has commas
-    names = list(all_variants) if args.variants == "all" else args.variants.split(sep)
+    if args.variants in ("all", "floor"):
+        names = list(all_variants) if args.variants == "all" else list(FLOOR)
+    else:
+        names = args.variants.split(sep)
     if "alone" not in names:
         names.insert(0, "alone")
     path = results_file("overhead")

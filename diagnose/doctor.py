@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from diagnose import __version__
-from diagnose.collect.perf.probe import FEATURES, PerfCapabilities, explain, probe
+from diagnose.collect.perf.probe import FEATURES, PerfCapabilities, explain, probe, write_cache
 from diagnose.collect.pyspy import find_pyspy, pyspy_version
 from diagnose.collect.system import cpu_capacity
 from diagnose.collect.target import Target, check_trace_access, ptrace_help, resolve_target
@@ -221,7 +221,9 @@ def diagnose_host(pid: int | None = None) -> dict[str, Any]:
         )
     else:
         checks.append(Check("py-spy", True, f"py-spy {pyspy_version(pyspy)} at {pyspy}"))
-    caps = probe()
+    caps = probe()  # always afresh; captures reuse it (perf/probe.py, cached_probe)
+    if caps.version:
+        write_cache(caps)
     checks += _perf_checks(caps)
     if target is not None:
         attach = _perf_attach(caps, target.pid)

@@ -30,12 +30,28 @@ def parse_args(description, threads=8, seconds=60.0, extra=None):
         metavar="PATH",
         help="on exit, write each request's end time (time.monotonic()) to PATH, one per line",
     )
+    p.add_argument(
+        "--idle-threads",
+        type=int,
+        default=0,
+        help="also start this many threads that only wait (a server's idle pool): what a "
+        "profiler costs grows with threads it reads, busy or not",
+    )
     if extra:
         extra(p)
     args = p.parse_args()
     global _timestamps_path
     _timestamps_path = args.timestamps
+    _start_idle_threads(args.idle_threads)
     return args
+
+
+_idle_forever = threading.Event()
+
+
+def _start_idle_threads(n):
+    for i in range(n):
+        threading.Thread(target=_idle_forever.wait, name=f"idle-{i}", daemon=True).start()
 
 
 def serve(

@@ -211,6 +211,7 @@ MANIFEST = Obj(
                 "monotonic_start": NUM,
                 "duration_requested": NUM,
                 "duration_actual": Opt(NUM),
+                "window_start_s": NUM,
                 "finish_s": NUM,
                 "rate_hz": NUM,
                 "proc_rate_hz": NUM,

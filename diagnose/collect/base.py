@@ -3,7 +3,10 @@
 Lifecycle, driven by :mod:`diagnose.collect.session`:
 
 ``probe`` (may it run here? the reason if not) -> ``start`` (spawn and return at once) ->
-``progress`` (a short string for the progress line, polled) -> ``stop`` (end early; may be
+``wait_recording`` (block until the collector really records: helpers such as perf and
+py-spy take seconds to start on a busy host, so the measured window opens only once every
+collector records, see :mod:`diagnose.collect.session`) -> ``progress`` (a short string
+for the progress line, polled) -> ``stop`` (end early; may be
 called more than once, from a signal handler's aftermath) -> ``finish`` (wait, convert what
 was recorded into bundle files, return a :class:`CollectorRecord`). ``finish`` must never
 raise for a problem of the host or target: it reports ``failed`` or ``partial`` instead.
@@ -19,6 +22,10 @@ from dataclasses import dataclass, field
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
 from diagnose.bundle.writer import BundleWriter
 from diagnose.collect.target import Target
+
+#: how long the session waits for every collector to record before it opens the window
+#: anyway (perf took 1.6-3 s to start recording on a busy 2-core host)
+READY_TIMEOUT = 10.0
 
 
 @dataclass
@@ -44,16 +51,33 @@ class CaptureContext:
     writer: BundleWriter
     options: CaptureOptions
     t0: float  # monotonic time of the capture's start: bundle times are relative to it
-    deadline: float  # monotonic time at which the capture ends unless stopped earlier
+    # monotonic time at which the capture ends unless stopped earlier; until the window
+    # opens, the latest it can be (t0 + READY_TIMEOUT + duration): helpers bound their own
+    # life by it, and no sampler ends before the window opened
+    deadline: float
     stop_event: threading.Event = field(default_factory=threading.Event)
     target_exited: threading.Event = field(default_factory=threading.Event)
     stop_reason: str = ""  # why the capture was stopped early, when a collector stopped it
     ended_at: float | None = None  # monotonic time the capture window closed (set by the session)
+    # monotonic time the measured window opened: every collector recording (or
+    # READY_TIMEOUT passed); None while the collectors start. ``deadline`` is then moved to
+    # ``opened_at + duration``: a helper's start-up never eats the window.
+    opened_at: float | None = None
 
     def window(self) -> float:
-        """Length of the capture window in seconds (so far, while it is open)."""
+        """Length of the measured window in seconds (so far, while it is open)."""
         end = self.ended_at if self.ended_at is not None else time.monotonic()
-        return max(0.0, end - self.t0)
+        start = self.opened_at if self.opened_at is not None else self.t0
+        return max(0.0, end - start)
+
+    def window_start_s(self) -> float:
+        """When the measured window opened, in seconds since ``t0`` (0 before it opened)."""
+        return 0.0 if self.opened_at is None else self.opened_at - self.t0
+
+    def end_s(self) -> float:
+        """When the window closed (so far: now), in seconds since ``t0``."""
+        end = self.ended_at if self.ended_at is not None else time.monotonic()
+        return end - self.t0
 
     def request_stop(self, reason: str) -> None:
         """End the capture early for everyone (e.g. the disk filled up)."""
@@ -84,6 +108,9 @@ class Collector(ABC):
     name: str = "?"
     #: a short description for --collectors help and the report
     description: str = ""
+    #: its helper takes a while to record after ``start`` (perf, py-spy): the session
+    #: waits for :meth:`wait_recording` before it opens the window; others record at once
+    slow_start: bool = False
 
     def probe(self, ctx: CaptureContext) -> str | None:
         """Return why this collector cannot run for this target/host, or None.
@@ -93,6 +120,12 @@ class Collector(ABC):
 
     @abstractmethod
     def start(self, ctx: CaptureContext) -> None: ...
+
+    def wait_recording(self, until: float) -> float | None:
+        """For a collector with ``slow_start``: wait (until monotonic time ``until`` at
+        most; a past ``until`` does not block) for its helper to record; return the
+        monotonic time it began, None if it has not (yet)."""
+        return None
 
     def progress(self) -> str:
         return ""

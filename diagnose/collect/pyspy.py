@@ -47,6 +47,9 @@ from diagnose.formats.stacks import Interval, StackTable, ThreadFrame, format_fo
 from diagnose.spawn import run as spawn_run
 
 CHUNK_SECONDS = 60.0
+#: what py-spy prints (to stdout, into the same file as its stderr) once it has attached
+#: and samples: the moment the collector records
+SAMPLING = "py-spy> Sampling process"
 
 
 def find_pyspy() -> str | None:
@@ -78,18 +81,26 @@ class _ChunkedPySpy:
         self.chunks: list[tuple[str, float, float, int | None, str]] = []
         self.child: Child | None = None
         self._stop = threading.Event()
+        self.recording_at: float | None = None  # monotonic time py-spy said it samples
+        self.settled = threading.Event()  # sampling, or the first py-spy ended without
         self.thread = threading.Thread(target=self._run, name=f"diagnose-{name}", daemon=True)
 
     def start(self) -> None:
         self.thread.start()
 
     def stop(self) -> None:
+        """Ask the runner to end now, without waiting: it stops py-spy within 0.1 s (SIGINT,
+        grace, SIGKILL). Waiting here held back the SIGINT of the collectors after it
+        (perf went on sampling up to 1.5 s past the window)."""
         self._stop.set()
-        child = self.child
-        if child is not None and child.poll() is None:
-            child.stop()
 
     def _run(self) -> None:
+        try:
+            self._chunks()
+        finally:
+            self.settled.set()
+
+    def _chunks(self) -> None:
         ctx = self.ctx
         index = 0
         while not self._stop.is_set() and not ctx.stop_event.is_set():
@@ -104,21 +115,25 @@ class _ChunkedPySpy:
             spawn_t = time.monotonic() - ctx.t0
             child = Child(argv, err)
             self.child = child
-            chunk_end = time.monotonic() + secs
+            chunk_cap = time.monotonic() + CHUNK_SECONDS
             rc: int | None = None
             while True:
-                rc = child.wait(0.1)
+                rc = child.wait(0.1 if self.settled.is_set() else 0.02)
                 if rc is not None:
                     break
+                if not self.settled.is_set() and SAMPLING in child.stderr_text(4096):
+                    self.recording_at = time.monotonic()
+                    self.settled.set()
                 if (
                     self._stop.is_set()
                     or ctx.stop_event.is_set()
-                    or time.monotonic() >= chunk_end
+                    or time.monotonic() >= min(chunk_cap, ctx.deadline)
                     or ctx.target_exited.is_set()
                 ):
                     rc = child.stop()
                     break
             end_t = time.monotonic() - ctx.t0
+            self.settled.set()  # py-spy ended: it samples no more, whatever it said
             self.chunks.append((rel, spawn_t, end_t, rc, child.stderr_text()))
             index += 1
             if rc not in (0, None, -2, 130) and not ctx.writer.is_file(rel):
@@ -151,6 +166,18 @@ class _PySpyBased(Collector):
             # py-spy is a dependency of diagnose: its absence is a broken installation
             raise CollectorFailed("py-spy is not installed (pip install py-spy): no Python stacks")
         return None
+
+    slow_start = True
+
+    def wait_recording(self, until: float) -> float | None:
+        """Until py-spy says it samples (it attaches first: longer on a busy host)."""
+        runner = self.runner
+        if runner is None:
+            return None
+        while not runner.settled.wait(0.1):
+            if time.monotonic() >= until or runner.ctx.stop_event.is_set():
+                break
+        return runner.recording_at
 
     def stop(self) -> None:
         if self.runner is not None:

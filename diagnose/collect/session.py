@@ -32,7 +32,13 @@ from pathlib import Path
 from diagnose import __version__
 from diagnose.bundle.manifest import CSV_GUARDED, CollectorRecord, CollectorStatus, Manifest
 from diagnose.bundle.writer import BundleWriter
-from diagnose.collect.base import CaptureContext, CaptureOptions, Collector, CollectorFailed
+from diagnose.collect.base import (
+    READY_TIMEOUT,
+    CaptureContext,
+    CaptureOptions,
+    Collector,
+    CollectorFailed,
+)
 from diagnose.collect.child import kill_all_children
 from diagnose.collect.redact import redact_argv
 from diagnose.collect.registry import build_collectors
@@ -256,7 +262,7 @@ def _capture_locked(
         writer=writer,
         options=options,
         t0=t0,
-        deadline=t0 + options.duration,
+        deadline=t0 + READY_TIMEOUT + options.duration,  # until the window opens
     )
     collectors = build_collectors(options.collectors)
     manifest = Manifest(
@@ -286,6 +292,7 @@ def _capture_locked(
     stopped_before = any(s == "T" for s in _thread_states(target.pid).values())
     records: dict[str, CollectorRecord] = {}
     running: list[Collector] = []
+    since: dict[str, float | None] = {}  # collector -> monotonic time it began recording
     ended_by = "duration"
     try:
         with _Signals(ctx.stop_event) as sig:
@@ -301,12 +308,16 @@ def _capture_locked(
                 try:
                     c.start(ctx)
                     running.append(c)
+                    since[c.name] = None if c.slow_start else time.monotonic()
                 except Exception as exc:  # a collector must never take the capture down
                     records[c.name] = CollectorRecord(
                         c.name, CollectorStatus.FAILED, f"could not start: {exc}"
                     )
             manifest.collectors = {**records}
             manifest.capture["running"] = [c.name for c in running]
+            writer.write_manifest(manifest)
+            _open_window(ctx, running, since, progress)
+            manifest.capture["window_start_s"] = round(ctx.window_start_s(), 3)
             writer.write_manifest(manifest)
             if on_started is not None:
                 on_started()
@@ -319,8 +330,11 @@ def _capture_locked(
                     c.stop()
             writer.release_reserve()  # room to finish the bundle, should the disk be full
             for c in running:
+                finish_t = time.monotonic()
                 try:
                     records[c.name] = c.finish(ctx, timeout=30)
+                    # what converting its output cost: time to verdict, per collector
+                    records[c.name].details["finish_s"] = round(time.monotonic() - finish_t, 3)
                 except OutputError as exc:
                     records[c.name] = CollectorRecord(c.name, CollectorStatus.FAILED, str(exc))
                     ended_by = "disk_full"
@@ -338,11 +352,13 @@ def _capture_locked(
         now = time.monotonic()
         sampled_until = ctx.ended_at if ctx.ended_at is not None else now
         manifest.collectors = {c.name: records[c.name] for c in collectors if c.name in records}
+        _record_windows(ctx, running, since, records)
         manifest.capture.update(
             {
                 "ended": ended_wall.isoformat(timespec="milliseconds"),
-                # the sampling window; converting the helpers' outputs afterwards is finish_s
-                "duration_actual": round(sampled_until - t0, 3),
+                # the measured window (from window_start_s, when every collector recorded);
+                # converting the helpers' outputs afterwards is finish_s
+                "duration_actual": round(sampled_until - t0 - ctx.window_start_s(), 3),
                 "finish_s": round(now - sampled_until, 3),
                 "ended_by": ended_by,
             }
@@ -354,6 +370,47 @@ def _capture_locked(
         with contextlib.suppress(OutputError):
             writer.write_manifest(manifest)
     return CaptureResult(out, manifest, target, writer)
+
+
+def _open_window(
+    ctx: CaptureContext,
+    running: list[Collector],
+    since: dict[str, float | None],
+    progress: ProgressFn | None,
+) -> None:
+    """Wait until every collector records (READY_TIMEOUT at most), then open the measured
+    window: ``duration`` seconds from now. perf took 1.6-3 s to start recording on a busy
+    2-core host: a window counted from the command's start lost that much of every capture
+    (a 4 s capture recorded no perf sample at all)."""
+    until = time.monotonic() + READY_TIMEOUT
+    for c in running:
+        if since.get(c.name) is None and not ctx.stop_event.is_set():
+            if progress is not None:
+                progress(f"waiting for {c.name} to start recording")
+            since[c.name] = c.wait_recording(until)
+    ctx.opened_at = time.monotonic()
+    ctx.deadline = ctx.opened_at + ctx.options.duration
+
+
+def _record_windows(
+    ctx: CaptureContext,
+    running: list[Collector],
+    since: dict[str, float | None],
+    records: dict[str, CollectorRecord],
+) -> None:
+    """Each collector's real recording window in its record: ``recording_s`` [from, to]
+    in seconds since the capture's start (from: null if it never said it recorded)."""
+    end = ctx.end_s()
+    for c in running:
+        rec = records.get(c.name)
+        if rec is None:
+            continue
+        began = since.get(c.name)
+        if began is None and c.slow_start:
+            with contextlib.suppress(Exception):
+                began = c.wait_recording(0.0)  # a late start, after the window opened
+        frm = None if began is None else round(min(began - ctx.t0, end), 3)
+        rec.details.setdefault("recording_s", [frm, round(end, 3)])
 
 
 def _wait(

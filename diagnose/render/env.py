@@ -13,7 +13,7 @@ from functools import lru_cache
 import jinja2
 
 from diagnose.escape import md_finalize
-from diagnose.render.text import ended
+from diagnose.render.text import ended, tool_cost
 from diagnose.resources import templates_dir
 
 
@@ -29,4 +29,5 @@ def environment(autoescape: bool) -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     env.globals["ended"] = ended  # plain text: the templates escape it as they show it
+    env.globals["tool_cost"] = tool_cost  # plain text too
     return env

@@ -157,7 +157,16 @@ def build_report(
         },
         "target": man.target,
         # an unfinished capture has no end yet: the keys are there, null (docs/report-json.md)
-        "capture": {"ended": None, "duration_actual": None, "ended_by": None, **man.capture},
+        "capture": {
+            "ended": None,
+            "duration_actual": None,
+            "ended_by": None,
+            "window_start_s": 0.0,  # bundles from before the window waited for collectors
+            **man.capture,
+            # what measuring cost: diagnose and every helper, while capturing (metrics)
+            "tool_cpu_cores": m.get("tool_cpu_cores"),
+            "tool_cpu_share": m.get("tool_cpu_share"),
+        },
         "verdict": {
             "primary": verdict.primary,
             "title": CATEGORY_TITLES.get(verdict.primary, verdict.primary),

@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from diagnose.escape import term
-from diagnose.render.text import ended, plain
+from diagnose.render.text import ended, plain, tool_cost
 
 _COLORS = {
     "preprocess": "magenta",
@@ -65,6 +65,7 @@ def render_summary(
             width,
         )
     )
+    lines.append(plain(f"  {tool_cost(cap)}", width))
     if not (report.get("bundle") or {}).get("complete", True):
         lines.append("  the capture did not finish: the report uses what was recorded until then")
     if t.get("note"):

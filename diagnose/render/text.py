@@ -58,3 +58,15 @@ def ended(ended_by: object) -> str:
     if m:
         return f"ended early: interrupted ({_SIGNALS.get(m.group(1), m.group(1))})"
     return f"ended: {value}"
+
+
+def tool_cost(capture: dict[str, object]) -> str:
+    """What measuring cost the host, in words, from the report's ``capture``: the CPU that
+    diagnose and every helper it ran (py-spy, perf) used while capturing. Plain text."""
+    cores, share = capture.get("tool_cpu_cores"), capture.get("tool_cpu_share")
+    if not isinstance(cores, (int, float)) or isinstance(cores, bool):
+        return "diagnose's own CPU: not measured (it needs the proc collector)"
+    text = f"diagnose and its helpers used {cores:.2f} cores while capturing"
+    if isinstance(share, (int, float)) and not isinstance(share, bool):
+        text += f" ({share:.0%} of the cores available)"
+    return text

@@ -384,7 +384,10 @@ class Sweep:
                 raise StepFailed(f"the load window did not start: {why}")
             figures = run.finish()
             step["load"] = figures.to_dict()
-            cap_start = float(cap.get("monotonic_start", 0.0))
+            # the measured window: from when every collector recorded (window_start_s)
+            cap_start = float(cap.get("monotonic_start", 0.0)) + float(
+                cap.get("window_start_s") or 0.0
+            )
             cap_end = cap_start + float(cap.get("duration_actual") or 0)
             covered = min(cap_end, went["at"] + figures.seconds) - went["at"]
             lead = went["at"] - cap_start

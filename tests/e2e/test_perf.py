@@ -93,10 +93,16 @@ def test_perf_collectors_record_and_clean_up(lock_bundle):
 
 def test_native_samples_are_on_the_bundle_clock(lock_bundle):
     ns = pd.read_csv(lock_bundle.path("native/samples.csv"))
-    duration = lock_bundle.manifest.capture["duration_actual"]
+    cap = lock_bundle.manifest.capture
+    end = cap["window_start_s"] + cap["duration_actual"]
+    began, until = lock_bundle.manifest.collectors["perf"].details["recording_s"]
     assert len(ns) > 50
-    # duration_actual ends when perf is told to stop; it takes a moment to (under load)
-    assert ns["t"].min() >= 0 and ns["t"].max() <= duration + 1.0
+    # perf starts with its events off and says when it turns them on: no sample before
+    # that, and the window opened only once it (and every other collector) recorded
+    assert 0 < began <= cap["window_start_s"] and until == pytest.approx(end, abs=0.01)
+    assert ns["t"].min() >= began - 0.01
+    # the window ends when perf is told to stop; it takes a moment to (under load)
+    assert ns["t"].max() <= end + 1.0
     py = set(pd.read_csv(lock_bundle.path("python/threads.csv"))["tid"])
     assert set(ns["tid"]) & py  # the same threads as py-spy's
 

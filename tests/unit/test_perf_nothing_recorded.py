@@ -20,8 +20,17 @@ WROTE = (
 IDLE = "no on-CPU samples: no thread of the target ran on a CPU (an idle target)"
 
 
-def judge(stderr=WROTE, cpu=0.0, started=0.3, window=10.0, exited=False, error="", rc=0):
-    ctx = SimpleNamespace(window=lambda: window, target_exited=threading.Event())
+def judge(
+    stderr=WROTE, cpu=0.0, started=0.3, window=10.0, exited=False, error="", rc=0, opened=0.0
+):
+    # the window opened ``opened`` s after the capture's start and lasted ``window`` s;
+    # perf said it recorded ``started`` s after the capture's start
+    ctx = SimpleNamespace(
+        window=lambda: window,
+        window_start_s=lambda: opened,
+        end_s=lambda: opened + window,
+        target_exited=threading.Event(),
+    )
     if exited:
         ctx.target_exited.set()
     rec = SimpleNamespace(
@@ -45,9 +54,11 @@ def test_a_target_that_used_cpu_meanwhile_was_missed(cpu, status):
         assert f"the target used {cpu:.2f} s of CPU" in r.reason and "late" in r.reason
 
 
-@pytest.mark.parametrize(("started", "status"), [(2.4, "ok"), (2.6, "failed")])
-def test_without_the_targets_cpu_time_perf_must_have_run_most_of_the_window(started, status):
-    r = judge(cpu=None, started=started, window=10.0)
+@pytest.mark.parametrize("opened", [0.0, 3.0])
+@pytest.mark.parametrize(("late", "status"), [(2.4, "ok"), (2.6, "failed")])
+def test_without_the_targets_cpu_time_perf_must_have_run_most_of_the_window(late, status, opened):
+    # counted from the window's opening (once every collector recorded), not the command's
+    r = judge(cpu=None, started=opened + late, window=10.0, opened=opened)
     assert r.status.value == status
     if status == "failed":
         assert r.reason.startswith("perf started 2.6 s into the 10.0 s window")

@@ -2,9 +2,19 @@
 
 Each feature is checked by running the smallest real perf command that needs it (a
 ``perf record`` of ``true`` with the events a collector will use, ``perf stat`` for the
-hardware counters, ``perf c2c record`` for memory sampling), all at once, so the whole
-probe takes about as long as one of them (~0.2 s here). ``--no-bpf-event`` matters: without
-it every ``perf record`` waits up to a second at exit for its BPF side-band thread.
+hardware counters, ``perf c2c record`` for memory sampling), all at once. ``--no-bpf-event``
+matters: without it every ``perf record`` waits up to a second at exit for its BPF
+side-band thread.
+
+Each ``perf record`` reads ``/proc/kallsyms`` twice before it does anything (0.15 s of
+system CPU here), so the seven checks together cost about 1 CPU-second and took 1.7-2.6 s
+of wall time on this 2-core host while others used it: longer than a short capture's
+window. So the result is kept (:func:`cached_probe`) in a file private to the user, per
+boot, perf binary, kernel, user and ``perf_event_paranoid``, for at most
+:data:`CACHE_MAX_AGE` seconds; a capture starts the probe (or reads the cache) in the
+background the moment it starts (:func:`prefetch`), and ``diagnose doctor`` always probes
+afresh and refreshes the cache. What a cached answer says is still a measurement of this
+host, with its age (``cached_s``) in the bundle.
 
 The probe never raises: a check that cannot run is a feature that does not work, with
 the reason. Collectors ask :func:`capabilities_for` (probed once per capture).
@@ -14,14 +24,17 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import threading
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,9 +77,13 @@ FEATURES: dict[str, str] = {
     "mem_sampling": "memory sampling for perf c2c: false sharing (collector c2c)",
     "user_regs": "cpu-clock samples with user registers: cache lines written by several "
     "threads, without a PMU (collector false_sharing)",
+    "delay": "perf record -D: perf starts with its events off and says when it turns them "
+    "on, so the capture window opens only once perf records (every perf collector)",
 }
 
 SCHED_EVENTS = ("sched:sched_switch", "sched:sched_wakeup")
+#: what ``perf record -D`` prints on stderr once its events are on (it has attached)
+EVENTS_ON = "Events enabled"
 FUTEX_EVENTS = ("syscalls:sys_enter_futex", "syscalls:sys_exit_futex")
 HW_EVENTS = ("cycles", "instructions")
 RECORD_BASE = ("record", "--no-bpf-event", "-N", "-B", "-k", "CLOCK_MONOTONIC")
@@ -96,6 +113,7 @@ class PerfCapabilities:
     root: bool
     features: dict[str, Feature] = field(default_factory=dict)
     probe_s: float = 0.0
+    cached_s: float | None = None  # age of the cached probe this came from; None: probed now
 
     def has(self, name: str) -> bool:
         f = self.features.get(name)
@@ -112,8 +130,36 @@ class PerfCapabilities:
             "perf_event_paranoid": self.paranoid,
             "root": self.root,
             "probe_s": round(self.probe_s, 3),
+            "cached_s": None if self.cached_s is None else round(self.cached_s, 1),
             "features": {n: f.to_dict() for n, f in self.features.items()},
         }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PerfCapabilities:
+        """The inverse of :meth:`to_dict` (a cached probe); ValueError if it is not one."""
+        feats = d.get("features")
+        if not isinstance(feats, dict) or set(feats) != set(FEATURES):
+            raise ValueError("not a probe of these features")
+        features = {}
+        for name, f in feats.items():
+            ok, detail, fix = f.get("ok"), f.get("detail"), f.get("fix")
+            if not (isinstance(ok, bool) and isinstance(detail, str) and isinstance(fix, str)):
+                raise ValueError(f"feature {name}: bad fields")
+            features[name] = Feature(name, ok, detail, fix)
+        perf, version, paranoid = d.get("perf"), d.get("version"), d.get("perf_event_paranoid")
+        if not (perf is None or isinstance(perf, str)) or not isinstance(version, str):
+            raise ValueError("bad perf or version")
+        if not (paranoid is None or isinstance(paranoid, int)):
+            raise ValueError("bad perf_event_paranoid")
+        probe_s = d.get("probe_s")
+        return cls(
+            perf,
+            version,
+            paranoid,
+            bool(d.get("root")),
+            features,
+            float(probe_s) if isinstance(probe_s, (int, float)) else 0.0,
+        )
 
 
 def find_perf() -> str | None:
@@ -228,7 +274,8 @@ def probe(perf: str | None = None, timeout: float = 10.0) -> PerfCapabilities:
     features: dict[str, Feature] = {}
     version = ""
     with tempfile.TemporaryDirectory(prefix="diagnose-perf-probe-") as tmp:
-        out = {k: os.path.join(tmp, f"{k}.data") for k in ("cpu", "sched", "futex", "c2c", "regs")}
+        kinds = ("cpu", "sched", "futex", "c2c", "regs", "delay")
+        out = {k: os.path.join(tmp, f"{k}.data") for k in kinds}
 
         def record(data: str, *events: str) -> _Job:
             return _Job([perf, *RECORD_BASE, *events, "-o", data, "--", "true"], tmp)
@@ -243,6 +290,7 @@ def probe(perf: str | None = None, timeout: float = 10.0) -> PerfCapabilities:
             ),
             "mem_sampling": _Job([perf, "c2c", "record", "-o", out["c2c"], "--", "true"], tmp),
             "user_regs": record(out["regs"], "-e", "cpu-clock", "-F", "99", USER_REGS_OPTION),
+            "delay": record(out["delay"], "-e", "cpu-clock", "-D", "1", "--sample-cpu"),
         }
         deadline = time.monotonic() + timeout
         for job in jobs.values():
@@ -261,8 +309,11 @@ def probe(perf: str | None = None, timeout: float = 10.0) -> PerfCapabilities:
             ("futex_tracepoints", out["futex"], "futex syscall tracepoints"),
             ("mem_sampling", out["c2c"], "perf c2c memory sampling"),
             ("user_regs", out["regs"], "cpu-clock sampling with user registers"),
+            ("delay", out["delay"], "perf record -D, saying when its events are on"),
         ):
             res = _record_ok(jobs[name], data, what)
+            if name == "delay" and isinstance(res, Feature) and EVENTS_ON not in jobs[name].out:
+                res = (f"{what}: perf did not say {EVENTS_ON!r}", "a newer perf (5.x or later)")
             if isinstance(res, Feature):
                 features[name] = Feature(name, True, f"{what}: works")
             else:
@@ -304,24 +355,148 @@ def unavailable_reason(caps: PerfCapabilities, feature: str) -> str | None:
     return None
 
 
-_CACHE_LOCK = threading.Lock()
-_CACHE: dict[float, PerfCapabilities] = {}
+#: a cached probe older than this is probed again (capabilities change rarely within a
+#: boot: a sysctl, a tracefs mount, a perf upgrade, which the key catches)
+CACHE_MAX_AGE = 6 * 3600.0
+CACHE_SCHEMA = "diagnose.perf_probe/2"  # bumped whenever a check changes
 
 
-def capabilities_for(t0: float) -> PerfCapabilities:
-    """The probe for the capture that started at monotonic time ``t0`` (probed once)."""
-    with _CACHE_LOCK:
-        caps = _CACHE.get(t0)
-        if caps is None:
-            try:
-                caps = probe()
-            except Exception as exc:  # a failed probe never fails the capture
-                why = f"the perf probe failed: {type(exc).__name__}: {exc}"
-                fix = "run diagnose doctor to see what perf can do here"
-                features = {n: Feature(n, False, why, fix) for n in FEATURES}
-                caps = PerfCapabilities(
-                    find_perf(), "", read_paranoid(), os.geteuid() == 0, features
-                )
-            _CACHE.clear()
-            _CACHE[t0] = caps
+def cache_path() -> str:
+    """``$XDG_CACHE_HOME/diagnose/perf-probe.json`` (``~/.cache/...``), private to the user."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "diagnose", "perf-probe.json")
+
+
+def _cache_key(perf: str | None) -> dict[str, Any]:
+    """What a cached probe must match: this boot, this perf binary, this kernel, this user
+    and its privileges."""
+    ident: list[int] = []
+    if perf:
+        with contextlib.suppress(OSError):
+            st = os.stat(perf)
+            ident = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+    boot = ""
+    with contextlib.suppress(OSError), open("/proc/sys/kernel/random/boot_id") as fh:
+        boot = fh.read().strip()
+    caps = ""
+    with contextlib.suppress(OSError), open("/proc/self/status") as fh:
+        caps = next((ln.split()[1] for ln in fh if ln.startswith("CapEff:")), "")
+    return {
+        "schema": CACHE_SCHEMA,
+        "perf": perf,
+        "perf_file": ident,
+        "boot_id": boot,
+        "kernel": os.uname().release,
+        "euid": os.geteuid(),
+        "cap_eff": caps,
+        "paranoid": read_paranoid(),
+    }
+
+
+def _private_dir(path: str) -> bool:
+    """Is ``path`` a real directory owned by us and writable by nobody else?"""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022
+
+
+def read_cache(perf: str | None, path: str | None = None) -> PerfCapabilities | None:
+    """The cached probe for this host and user, if there is a fresh one (never raises)."""
+    path = path or cache_path()
+    if not _private_dir(os.path.dirname(path)):
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if st.st_uid != os.geteuid() or st.st_size > 256 * 1024:
+                return None
+            doc = json.loads(fh.read().decode("utf-8"))
+        if not isinstance(doc, dict) or doc.get("key") != _cache_key(perf):
+            return None
+        age = time.time() - float(doc["written"])
+        if not 0 <= age <= CACHE_MAX_AGE:
+            return None
+        caps = PerfCapabilities.from_dict(doc["caps"])
+    except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
+        return None
+    return dataclasses.replace(caps, cached_s=age)
+
+
+def write_cache(caps: PerfCapabilities, path: str | None = None) -> None:
+    """Keep ``caps`` for the next captures (best effort: a cache that cannot be written is
+    no cache). The file is created 0600 in a 0700 directory of ours, never through a link."""
+    path = path or cache_path()
+    directory = os.path.dirname(path)
+    with contextlib.suppress(OSError):
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+    if not _private_dir(directory):
+        return
+    doc = {"key": _cache_key(caps.perf), "written": time.time(), "caps": caps.to_dict()}
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(doc, fh)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+def cached_probe() -> PerfCapabilities:
+    """The cached probe if there is a fresh one for this host and user, else a new probe
+    (then cached). Never raises."""
+    perf = find_perf()
+    caps = read_cache(perf)
+    if caps is not None:
         return caps
+    try:
+        caps = probe(perf)
+    except Exception as exc:  # a failed probe never fails the capture
+        why = f"the perf probe failed: {type(exc).__name__}: {exc}"
+        fix = "run diagnose doctor to see what perf can do here"
+        features = {n: Feature(n, False, why, fix) for n in FEATURES}
+        return PerfCapabilities(perf, "", read_paranoid(), os.geteuid() == 0, features)
+    if caps.version:  # a perf that does not run is not worth remembering
+        write_cache(caps)
+    return caps
+
+
+_CACHE_LOCK = threading.Lock()
+_CACHE: dict[object, Future[PerfCapabilities]] = {}
+
+
+def prefetch(key: object) -> None:
+    """Start finding the capabilities for the capture ``key`` in the background, so that
+    the probe overlaps the capture's other start-up work."""
+    with _CACHE_LOCK:
+        if key in _CACHE:
+            return
+        _CACHE.clear()
+        fut: Future[PerfCapabilities] = Future()
+        _CACHE[key] = fut
+
+    def run() -> None:
+        try:
+            fut.set_result(cached_probe())
+        except BaseException as exc:  # cached_probe never raises; a bug must not hang
+            fut.set_exception(exc)
+
+    threading.Thread(target=run, name="diagnose-perf-probe", daemon=True).start()
+
+
+def capabilities_for(key: object) -> PerfCapabilities:
+    """The probe for the capture ``key`` (probed, or read from the cache, once)."""
+    prefetch(key)
+    with _CACHE_LOCK:
+        fut = _CACHE[key]
+    try:
+        return fut.result(timeout=60)
+    except Exception as exc:
+        why = f"the perf probe failed: {type(exc).__name__}: {exc}"
+        fix = "run diagnose doctor to see what perf can do here"
+        features = {n: Feature(n, False, why, fix) for n in FEATURES}
+        return PerfCapabilities(find_perf(), "", read_paranoid(), os.geteuid() == 0, features)

@@ -12,7 +12,13 @@ Common options, and why:
 - ``-N -B``: no build-id cache; perf would otherwise copy every library the target maps
   into ``~/.debug`` (tens of MB here, gigabytes with libtorch) and post-process them at exit;
 - ``-m PAGES``: the ring buffer per CPU; ``--max-size``: perf stops writing at this size
-  (its stderr then says "perf size limit reached", which the collector reports).
+  (its stderr then says "perf size limit reached", which the collector reports);
+- ``-D 1 --sample-cpu`` (where the probe found it works): perf sets up with its events
+  off (reading kallsyms, the target's maps: 1.6-3 s on a busy 2-core host), turns them on
+  1 ms later and says "Events enabled" on stderr. That line is when perf records
+  (:meth:`PerfRecord.wait_recording`): the session opens the measured window only then.
+  (``--control`` with an ``enable``/``ack`` pipe would say the same, but perf 6.1 fails
+  with "Thread and evlist pollfd index mismatch" on a multi-threaded ``-p`` target.)
 
 The recording goes to a hidden file inside the bundle (so the disk budget counts it) and
 is deleted once converted; a capture killed before that leaves it behind.
@@ -26,6 +32,7 @@ import os
 import re
 import signal
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,6 +43,7 @@ from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
 from diagnose.collect.base import CaptureContext, Collector, covered_most
 from diagnose.collect.child import Child
 from diagnose.collect.perf.probe import (
+    EVENTS_ON,
     PerfCapabilities,
     capabilities_for,
     explain,
@@ -80,7 +88,9 @@ class PerfRecord:
         self.data: Path = ctx.writer.path(f"{subdir}/.perf.data")
         self.stderr_rel = f"{subdir}/perf-record.stderr"
         self.child: Child | None = None
-        self.started_t = 0.0  # seconds since capture start
+        self.started_t = 0.0  # seconds since capture start: spawned, then recording (-D)
+        self.recording_at: float | None = None  # monotonic time perf said it records
+        self.delayed = False  # run with -D: it says when it records
         self.rc: int | None = None
         self.target_cpu_at_start: float | None = None  # the target's CPU seconds then
 
@@ -90,17 +100,47 @@ class PerfRecord:
             seconds = max(1, math.ceil(self.max_seconds))  # a shorter window by design
         else:
             seconds = max(1, math.ceil(window) + 2)  # the window, plus a margin
+        # --sample-cpu: with -D perf tracks side-band records (context switches) on a dummy
+        # event of its own, whose records carry no CPU ([-01]) without it
+        delay = ["-D", "1", "--sample-cpu"] if self.delayed else []
         return [
             self.perf, "record", "--no-bpf-event", "-N", "-B", "-k", "CLOCK_MONOTONIC",
             "-m", str(self.mmap_pages), "--max-size", f"{max(1, self.max_bytes // 1024)}K",
-            *self.events, "-p", str(self.ctx.target.pid), "-o", str(self.data),
+            *delay, *self.events, "-p", str(self.ctx.target.pid), "-o", str(self.data),
             "--", "sleep", str(seconds),
         ]  # fmt: skip
 
     def start(self) -> None:
         self.started_t = self.ctx.elapsed()
         self.target_cpu_at_start = target_cpu_seconds(self.ctx.target.pid)
+        self.delayed = capabilities_for(self.ctx.t0).has("delay")
         self.child = Child(self.argv(), self.ctx.writer.path(self.stderr_rel))
+
+    def wait_recording(self, until: float) -> float | None:
+        """Wait (until monotonic ``until`` at most, or a stop) for perf to say its events
+        are on; the monotonic time it did, or None (not yet, perf exited, or a perf
+        without ``-D``: then the window counts from the spawn)."""
+        child = self.child
+        if self.recording_at is not None or child is None or not self.delayed:
+            return self.recording_at
+        while True:
+            if EVENTS_ON in child.stderr_text(4096):
+                # when perf wrote the line (it writes nothing more until it ends), not when
+                # it was seen: the session may have been waiting for another collector
+                self.recording_at = time.monotonic()
+                with contextlib.suppress(OSError):
+                    written = os.stat(self.ctx.writer.path(self.stderr_rel)).st_mtime
+                    self.recording_at -= max(0.0, time.time() - written)
+                self.started_t = self.recording_at - self.ctx.t0
+                # what the target used while perf set up is not what perf missed
+                self.target_cpu_at_start = target_cpu_seconds(self.ctx.target.pid)
+                return self.recording_at
+            if child.poll() is not None or self.ctx.stop_event.is_set():
+                return None
+            left = until - time.monotonic()
+            if left <= 0:
+                return None
+            time.sleep(min(0.02, left))
 
     def target_cpu_used(self) -> float | None:
         """CPU seconds the target used since perf was started (None: not known)."""
@@ -129,6 +169,7 @@ class PerfRecord:
         if rc is None:
             rc = child.stop(grace=15)
         self.rc = rc
+        self.wait_recording(0.0)  # perf may have said it after the window opened
 
     def stderr(self) -> str:
         return self.child.stderr_text() if self.child is not None else ""
@@ -167,6 +208,7 @@ class PerfCollectorBase(Collector):
     perf process (``child``, or a :class:`PerfRecord` in ``rec``)."""
 
     feature = ""
+    slow_start = True
 
     def __init__(self) -> None:
         self.caps: PerfCapabilities | None = None
@@ -181,6 +223,11 @@ class PerfCollectorBase(Collector):
     def perf(self) -> str:
         assert self.caps is not None and self.caps.perf is not None
         return self.caps.perf
+
+    def wait_recording(self, until: float) -> float | None:
+        if self.rec is None:  # a perf without PerfRecord: counted from its start
+            return self.child.started if self.child is not None else None
+        return self.rec.wait_recording(until)
 
     def progress(self) -> str:
         running = self.rec.running() if self.rec else (self.child and self.child.poll() is None)
@@ -246,7 +293,7 @@ class PerfCollectorBase(Collector):
         used = rec.target_cpu_used()
         details["target_cpu_s"] = None if used is None else round(used, 3)
         window = ctx.window()
-        ran = max(0.0, window - rec.started_t)
+        ran = max(0.0, ctx.end_s() - rec.started_t)
         if used is not None and used >= busy_cpu_s:
             reason = (
                 f"perf recorded nothing although the target used {used:.2f} s of CPU while it "
@@ -254,8 +301,9 @@ class PerfCollectorBase(Collector):
             )
             return self.record(CollectorStatus.FAILED, reason, files, **details)
         if used is None and not covered_most(ran, window):
+            late = rec.started_t - ctx.window_start_s()
             reason = (
-                f"perf started {rec.started_t:.1f} s into the {window:.1f} s window (a slow "
+                f"perf started {late:.1f} s into the {window:.1f} s window (a slow "
                 f"start on a busy host) and recorded nothing in the {ran:.1f} s left"
             )
             return self.record(CollectorStatus.FAILED, reason, files, **details)
