@@ -110,6 +110,37 @@ class LaunchedCommand:
         self.argv = list(argv)
         self.started = time.monotonic()
         self.ended: float | None = None
+        self._guard_fd: int | None = None
+        self._guard: subprocess.Popen[bytes] | None = None
+        # The command and its guard start as one step: a SIGTERM between the two would leave
+        # the command's children (PDEATHSIG reaches its first process alone) unguarded.
+        held = threading.current_thread() is threading.main_thread()
+        if held:
+            signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+        try:
+            self._start(stdout, stderr, env, cwd, pass_fds)
+        finally:
+            if held:
+                self._unblock()
+
+    def _unblock(self) -> None:
+        """Let the held signals in; one that came meanwhile raises here, and the command
+        started meanwhile is stopped before it goes on up."""
+        try:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+        except BaseException:
+            if hasattr(self, "proc"):
+                self.stop(grace=2.0, capture_ended=False)
+            raise
+
+    def _start(
+        self,
+        stdout: int | IO[Any] | None,
+        stderr: int | IO[Any] | None,
+        env: Mapping[str, str] | None,
+        cwd: str | Path | None,
+        pass_fds: Sequence[int],
+    ) -> None:
         try:
             self.proc = spawn(
                 self.argv,
@@ -128,8 +159,6 @@ class LaunchedCommand:
         except OSError as exc:
             raise TargetError(f"cannot start {self.argv[0]!r}: {exc.strerror or exc}") from None
         self.pgid = self.proc.pid  # a session leader leads its own process group
-        self._guard_fd: int | None = None
-        self._guard: subprocess.Popen[bytes] | None = None
         self._start_guard()
 
     @property

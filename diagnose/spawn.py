@@ -8,7 +8,9 @@ by :func:`spawn`, which
   diagnose alone and diagnose decides how to stop it;
 - arms ``PR_SET_PDEATHSIG`` in the child before it runs anything: the kernel sends it
   ``death_signal`` when diagnose dies, however it dies (SIGKILL included); one that finds
-  diagnose already gone by then exits at once;
+  diagnose already gone by then exits at once; that signal's action is reset to the
+  default, since one ignored where diagnose started (SIGINT, in a shell's background job)
+  would stay ignored across exec and the child would outlive diagnose;
 - closes every descriptor but the ones passed, and gives it no stdin.
 
 PDEATHSIG reaches the child itself, not its own children; ``run`` adds a guard process for
@@ -44,7 +46,11 @@ def _setup(
 ) -> None:  # runs in the child between fork and exec: async-signal-safe calls only
     if umask is not None:
         os.umask(umask)
+    # exec keeps the signal mask: diagnose holds SIGINT/SIGTERM/SIGHUP while it starts or
+    # stops a command (diagnose/run.py), and a child must not inherit that
+    signal.pthread_sigmask(signal.SIG_SETMASK, ())
     if _libc is not None and death_signal is not None:
+        _libc.signal(int(death_signal), None)  # SIG_DFL (module docstring)
         _libc.prctl(_PR_SET_PDEATHSIG, int(death_signal), 0, 0, 0)
         if os.getppid() != parent:  # diagnose died before the signal was armed
             os._exit(1)

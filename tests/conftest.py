@@ -21,6 +21,14 @@ SAMPLES = ROOT / "samples"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # Started as a shell's background job (`.ci/run &`), the tests inherit SIGINT ignored, and
+    # so would every diagnose they start: the Ctrl-C tests would test nothing. Run them as
+    # from a terminal.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if "/e2e/" in str(item.fspath):

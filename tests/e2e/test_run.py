@@ -274,3 +274,33 @@ def test_unusable_output_fails_before_the_command_starts(tmp_path):
     assert "not empty" in res.stderr
     assert not marker.exists()
     assert [p.name for p in out.iterdir()] == ["keep.txt"]
+
+
+def test_a_signal_while_the_command_starts_stops_it_and_its_children(monkeypatch):
+    # GIVEN a SIGTERM that reaches diagnose after the command started, before its guard did
+    from diagnose.run import LaunchedCommand, terminate_is_interrupt
+
+    started: list[int] = []
+    start_guard = LaunchedCommand._start_guard
+
+    def signalled_first(self: LaunchedCommand) -> None:
+        started.append(self.pgid)
+        wait_for(lambda: len(_members_of(self.pgid)) >= 3, 20, "the shell's two children")
+        os.kill(os.getpid(), signal.SIGTERM)
+        start_guard(self)
+
+    monkeypatch.setattr(LaunchedCommand, "_start_guard", signalled_first)
+    # WHEN it unwinds as an interrupt
+    with terminate_is_interrupt(), pytest.raises(KeyboardInterrupt):
+        LaunchedCommand(["/bin/sh", "-c", "sleep 120 & sleep 120 & wait"])
+    # THEN the command's whole group is gone, its children included (PDEATHSIG alone
+    # would reach the shell only, and not before diagnose itself exited)
+    assert started
+    try:
+        assert not _members_of(started[0])
+    finally:
+        kill_all(_members_of(started[0]))
+
+
+def _members_of(pgid: int) -> list[int]:
+    return [p.pid for p in psutil.process_iter() if _pgid(p.pid) == pgid and alive([p.pid])]

@@ -6,7 +6,8 @@ kind: a plain :func:`~diagnose.spawn.spawn` (SIGTERM), a collector helper
 (:class:`~diagnose.demo.SampleProcess`, which had no guard before) and the user's command
 under ``run`` (:class:`~diagnose.run.LaunchedCommand`); then it is killed with SIGKILL, as
 the OOM killer or an operator would. Each child would live 120 s on its own; all must be
-gone within 15 s."""
+gone within 15 s; also when diagnose was started as a shell's background job, with SIGINT
+(the helpers' death signal) ignored and inherited."""
 
 from __future__ import annotations
 
@@ -26,7 +27,9 @@ from tests.conftest import ROOT
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(120)"]
 
 PARENT = """
-import json, sys, time
+import json, signal, sys, time
+if {background}:  # as in a shell's background job: SIGINT ignored, and inherited so
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 from diagnose.spawn import spawn
 from diagnose.collect.child import Child
 from diagnose.demo import SampleProcess
@@ -50,8 +53,11 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_every_kind_of_child_dies_with_diagnose(tmp_path):
-    code = PARENT.format(sleeper=SLEEPER, err=str(tmp_path / "helper.stderr"))
+@pytest.mark.parametrize("background", [False, True], ids=["foreground", "background-job"])
+def test_every_kind_of_child_dies_with_diagnose(tmp_path, background):
+    code = PARENT.format(
+        sleeper=SLEEPER, err=str(tmp_path / "helper.stderr"), background=background
+    )
     parent = subprocess.Popen(
         [sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, text=True
     )
