@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from diagnose import __version__
 from diagnose.analyse.registry import known_metrics
@@ -103,7 +103,7 @@ def _display_delta(delta: float, relative: float | None, unit: str) -> str:
     return text + (f" ({relative:+.0%})" if relative is not None else "")
 
 
-def _is_number(v: Any) -> bool:
+def _is_number(v: object) -> TypeGuard[float]:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
@@ -261,8 +261,8 @@ def normalise_frame(frame: str) -> str:
     return _LINE.sub(")", frame)
 
 
-def scaled_stacks(flame: Iterable[tuple[Sequence[str], float]], scale: float) -> Counter[Stack]:
-    out: Counter[Stack] = Counter()
+def scaled_stacks(flame: Iterable[tuple[Sequence[str], float]], scale: float) -> dict[Stack, float]:
+    out: dict[Stack, float] = defaultdict(float)
     for stack, weight in flame:
         out[tuple(normalise_frame(f) for f in stack)] += float(weight) * scale
     return out
@@ -357,7 +357,7 @@ def hot_and_cold(
 ) -> dict[str, list[dict[str, Any]]]:
     """The stacks whose value rose most (hotter) and fell most (colder)."""
     scale = max(sum(before.values()), sum(after.values()), 1e-12)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for stack in before.keys() | after.keys():
         b, a = before.get(stack, 0.0), after.get(stack, 0.0)
         if abs(a - b) >= 0.01 * scale:

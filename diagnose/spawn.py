@@ -91,14 +91,8 @@ def run(
     """Run a short command to its end and capture its output, like ``subprocess.run(...,
     capture_output=True, check=False)``; raises ``OSError`` or ``subprocess.TimeoutExpired``
     (the command killed first), and on any other way out kills the command too."""
-    proc = spawn(
-        argv,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=text,
-        **({"errors": "replace"} if text else {}),
-        **popen,
-    )
+    extra: dict[str, Any] = {"errors": "replace"} if text else {}
+    proc = spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=text, **extra, **popen)
     try:
         out, err = proc.communicate(timeout=timeout)
     except BaseException:

@@ -185,7 +185,7 @@ def _has_guarded_cell(fd: int, size: int) -> bool:
     if size == 0:
         return False
     with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as data:
-        return _GUARDED_CELL.search(data) is not None  # type: ignore[call-overload]
+        return _GUARDED_CELL.search(data) is not None
 
 
 def _unguard(df: pd.DataFrame) -> None:
@@ -202,7 +202,7 @@ def _unguard(df: pd.DataFrame) -> None:
             continue
         for i in hit:
             values[i] = csv_uncell(values[i])
-        restored = np.where(codes >= 0, values[np.maximum(codes, 0)], None)
+        restored = np.where(codes >= 0, values[np.maximum(codes, 0)], np.asarray(None))
         df[col] = pd.Series(restored, index=df.index, dtype=object).astype(series.dtype)
 
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
@@ -47,7 +48,10 @@ bundle_out_option = click.option(
 )
 
 
-def capture_options(f):  # type: ignore[no-untyped-def]
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def capture_options(f: F) -> F:
     opts = [
         click.option(
             "--duration",
@@ -112,7 +116,7 @@ def capture_options(f):  # type: ignore[no-untyped-def]
     return f
 
 
-def after_capture_options(f):  # type: ignore[no-untyped-def]
+def after_capture_options(f: F) -> F:
     """--follow, --format, --rules and --json: what attach and run share after the capture."""
     opts = [
         click.option(

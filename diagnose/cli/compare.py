@@ -135,7 +135,7 @@ def service_figures(
             raise DiagnoseError(
                 f"{flag}-load {term(load, 300)}: {term(str(exc), 300)}", ExitCode.BAD_INPUT
             ) from None
-        figs = from_load(f.to_dict(), f"{f.tool} figures from {load.name}")
+        figs: dict[str, Any] | None = from_load(f.to_dict(), f"{f.tool} figures from {load.name}")
     else:
         figs = step_figures(bundle)
     if qps is not None:

@@ -63,13 +63,17 @@ def report(
     if is_sweep_dir(bundle):
         model, paths = write_sweep_reports(bundle, fmts, rules_dirs, out, rediagnose=True)
         as_text = json.dumps(model, indent=1, ensure_ascii=False, allow_nan=False)
-        summary = lambda main_path: render_sweep_summary(model, main_path)  # noqa: E731
+
+        def summary(main_path: str) -> str:
+            return render_sweep_summary(model, main_path)
+
     else:
         d, paths = write_reports(bundle, fmts, out, rules_dirs)
         as_text = report_json(d)
-        summary = lambda main_path: render_summary(  # noqa: E731
-            d.report, main_path, color=sys.stdout.isatty()
-        )
+
+        def summary(main_path: str) -> str:
+            return render_summary(d.report, main_path, color=sys.stdout.isatty())
+
     files = {fmt: path for fmt, path in paths.items() if not is_stream(path)}
     if as_json:
         click.echo(as_text)

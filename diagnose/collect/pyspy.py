@@ -65,7 +65,7 @@ def pyspy_version(binary: str) -> str:
 
     try:
         out = spawn_run([binary, "--version"], timeout=10)
-        return out.stdout.strip().replace("py-spy ", "")
+        return str(out.stdout).strip().replace("py-spy ", "")
     except (OSError, subprocess.SubprocessError):
         return "?"
 

@@ -198,11 +198,11 @@ def cpu_capacity(pid: int) -> dict[str, Any]:
             [os.path.join(root, "cpu", cpu_rel), os.path.join(root, "cpu,cpuacct", cpu_rel)]
         )
         if cpu_dir:
-            q = _read(os.path.join(cpu_dir, "cpu.cfs_quota_us")).strip()
-            per = _read(os.path.join(cpu_dir, "cpu.cfs_period_us")).strip()
+            quota = _read(os.path.join(cpu_dir, "cpu.cfs_quota_us")).strip()
+            period = _read(os.path.join(cpu_dir, "cpu.cfs_period_us")).strip()
             with contextlib.suppress(ValueError, ZeroDivisionError):
-                if q and per and int(q) > 0:
-                    quota_cores = int(q) / int(per)
+                if quota and period and int(quota) > 0:
+                    quota_cores = int(quota) / int(period)
         set_rel = paths.get("cpuset", "/").lstrip("/")
         set_dir = os.path.join(root, "cpuset", set_rel)
         cpus = (

@@ -77,9 +77,12 @@ def chrometrace_intervals(
                 names[thread.tid] = thread.name
                 stack.append(name)
             else:
-                args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
-                filename = args.get("filename") if isinstance(args.get("filename"), str) else ""
-                line = args.get("line") if isinstance(args.get("line"), int) else 0
+                raw = ev.get("args")
+                args: dict[str, Any] = raw if isinstance(raw, dict) else {}
+                filename = args.get("filename")
+                line = args.get("line")
+                filename = filename if isinstance(filename, str) else ""
+                line = line if isinstance(line, int) else 0
                 stack.append(frame_label(name, filename, line))
         elif stack:
             stack.pop()

@@ -620,7 +620,7 @@ def chart_figures(a: Analysis) -> dict[str, Any]:
 
 def chart_data(a: Analysis) -> dict[str, Any]:
     """Everything the HTML page draws, JSON-ready."""
-    return jsonable(
+    out: dict[str, Any] = jsonable(
         {
             "flames": flame_views(a),
             "charts": chart_figures(a),
@@ -630,3 +630,4 @@ def chart_data(a: Analysis) -> dict[str, Any]:
             ],
         }
     )
+    return out

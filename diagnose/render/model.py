@@ -100,7 +100,7 @@ def _roles(a: Analysis) -> list[dict[str, Any]]:
         return []
     cols = ["running", "runnable", "gil", "lock", "io", "idle", "other"]
     g = per.groupby("role")
-    out = []
+    out: list[dict[str, Any]] = []
     for role, grp in g:
         total = float(grp["total"].sum()) or 1.0
         out.append(
@@ -221,4 +221,5 @@ def build_report(
         ],
         "extra": {k: v for k, v in analysis.extra.items() if k not in ("gil_holders", "gil_sites")},
     }
-    return jsonable(report)
+    out: dict[str, Any] = jsonable(report)
+    return out

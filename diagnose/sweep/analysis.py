@@ -178,7 +178,7 @@ def find_knee(points: Sequence[StepPoint]) -> Knee:
         + (
             f"; more users added at most {_f(((gain or 1) - 1) * 100)}% QPS"
             if (gain or 1) >= 1
-            else f"; more users only lowered QPS (by {_f((1 - gain) * 100)}% or more)"
+            else f"; more users only lowered QPS (by {_f((1 - (gain or 1)) * 100)}% or more)"
         )
     )
     if bend is not None:
@@ -374,20 +374,20 @@ def best_setting(outcomes: Sequence[SettingOutcome]) -> dict[str, Any]:
     """The seeds' "best thread configuration": the setting whose recommendation serves the
     most QPS (within the SLA when one was given); within :data:`NOISE` of each other, the
     lower P99 wins. The first setting is the baseline the best one is measured against."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for i, o in enumerate(outcomes):
-        r = o.recommendation
+        rec = o.recommendation
         rows.append(
             {
                 "setting": o.name,
                 "baseline": i == 0,
                 "knee_users": o.knee.users if o.knee.found else None,
                 "knee_status": o.knee.status,
-                "users": r.users,
-                "qps": r.qps,
-                "p99_ms": r.p99_ms,
-                "safe_qps": r.safe_qps,
-                "basis": r.basis,
+                "users": rec.users,
+                "qps": rec.qps,
+                "p99_ms": rec.p99_ms,
+                "safe_qps": rec.safe_qps,
+                "basis": rec.basis,
             }
         )
     scored = [i for i, r in enumerate(rows) if r["qps"] is not None]

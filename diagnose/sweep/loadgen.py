@@ -197,7 +197,9 @@ def parse_wrk(text: str) -> LoadFigures:
 def parse_locust_window(d: dict[str, Any]) -> LoadFigures:
     """``window.json`` from locust_plugin.py."""
     f = figures_from_json(d, "locust")
-    extra = {k: d[k] for k in ("users_at_start", "users_at_end", "cpu_warning") if k in d}
+    extra: dict[str, Any] = {
+        k: d[k] for k in ("users_at_start", "users_at_end", "cpu_warning") if k in d
+    }
     endpoints = d.get("endpoints")
     if isinstance(endpoints, list):
         extra["endpoints"] = endpoints[:20]

@@ -19,15 +19,16 @@ from __future__ import annotations
 import json
 import os
 import time
+from typing import Any
 
 import gevent
 from locust import events
 
 _DIR = os.environ.get("DIAGNOSE_SWEEP_DIR", "")
-_STATE: dict = {"started": False, "environment": None}
+_STATE: dict[str, Any] = {"started": False, "environment": None}
 
 
-def _write(name: str, data: dict) -> None:
+def _write(name: str, data: dict[str, Any]) -> None:
     path = os.path.join(_DIR, name)
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
@@ -35,14 +36,14 @@ def _write(name: str, data: dict) -> None:
     os.replace(tmp, path)
 
 
-def _percentiles(entry) -> dict:
-    out = {}
+def _percentiles(entry: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for key, q in (("p50_ms", 0.5), ("p95_ms", 0.95), ("p99_ms", 0.99)):
         out[key] = entry.get_response_time_percentile(q) if entry.num_requests else None
     return out
 
 
-def _snapshot(runner, seconds: float, users_at_start: int) -> dict:
+def _snapshot(runner: Any, seconds: float, users_at_start: int) -> dict[str, Any]:
     stats = runner.stats
     total = stats.total
     endpoints = []
@@ -76,7 +77,7 @@ def _snapshot(runner, seconds: float, users_at_start: int) -> dict:
     }
 
 
-def _measure(environment) -> None:
+def _measure(environment: Any) -> None:
     runner = environment.runner
     warmup = float(os.environ.get("DIAGNOSE_SWEEP_WARMUP", "0"))
     window = float(os.environ.get("DIAGNOSE_SWEEP_WINDOW", "10"))
@@ -96,13 +97,14 @@ def _measure(environment) -> None:
 
 if _DIR:
 
-    @events.init.add_listener
-    def _on_init(environment, **_kw) -> None:
+    def _on_init(environment: Any, **_kw: Any) -> None:
         _STATE["environment"] = environment
 
-    @events.spawning_complete.add_listener
-    def _on_spawned(user_count: int, **_kw) -> None:
+    def _on_spawned(user_count: int, **_kw: Any) -> None:
         if _STATE["started"] or _STATE.get("environment") is None:
             return
         _STATE["started"] = True
         gevent.spawn(_measure, _STATE["environment"])
+
+    events.init.add_listener(_on_init)
+    events.spawning_complete.add_listener(_on_spawned)

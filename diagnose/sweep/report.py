@@ -55,7 +55,7 @@ def _bundle(sweep_dir: Path, step: Mapping[str, Any]) -> Path | None:
     rel = step.get("bundle")
     if not rel:
         return None
-    p = (sweep_dir / rel).resolve()
+    p = (sweep_dir / str(rel)).resolve()
     if not p.is_relative_to(sweep_dir.resolve()) or not p.is_dir():
         return None
     return p

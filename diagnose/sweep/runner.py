@@ -318,7 +318,10 @@ class Sweep:
         step_dir = _mkdir(setting_dir / f"users-{users}")
         load_dir = _mkdir(step_dir / "load")
         bundle = step_dir / "bundle"
-        rel = lambda p: str(p.relative_to(self.root))  # noqa: E731
+
+        def rel(p: Path) -> str:
+            return str(p.relative_to(self.root))
+
         window = self.driver.window(plan.step_duration)
         step: dict[str, Any] = {
             "users": users,

@@ -253,7 +253,7 @@ def _truthy(v: Value) -> bool:
     if isinstance(v, bool):
         return v
     if _is_num(v):
-        return v != 0
+        return bool(v != 0)
     return bool(v)
 
 

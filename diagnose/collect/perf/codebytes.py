@@ -177,8 +177,8 @@ def locate(
         for ip in members:
             i = bisect.bisect_left(starts, ip)
             if i < len(starts) and starts[i] == ip and i > 0 and base == fstart:
-                prev = starts[i - 1]
-                found[ip] = CodeAt(ip, prev, data[prev - base : ip - base + AFTER], prev,
+                before = starts[i - 1]
+                found[ip] = CodeAt(ip, before, data[before - base : ip - base + AFTER], before,
                                    "symbol", source, m)  # fmt: skip
             else:
                 loose.append(ip)
@@ -290,11 +290,11 @@ def lookup_source_lines(
         c = code.get(ip)
         if c is None or c.mapping is None or not c.mapping.file_backed:
             continue
-        addrs = [a for a in (ip, c.prev) if a is not None and a in wanted]
-        if not addrs:
+        here = [a for a in (ip, c.prev) if a is not None and a in wanted]
+        if not here:
             continue
         m = c.mapping
-        for addr in addrs:
+        for addr in here:
             if m.start <= addr < m.end:
                 per_file.setdefault(m.path, {})[addr] = addr - m.start + m.offset
         chosen += 1

@@ -217,7 +217,9 @@ def _shared_write_sites(r: _Read, code: dict[int, CodeAt]) -> set[int]:
         tid, ip = flat[k], flat[k + 1]
         prev, at = pairs.get(ip, (None, None))
         for insn, ran in ((prev, True), (at, False)):
-            for op in insn.mem if insn is not None else ():
+            if insn is None:
+                continue
+            for op in insn.mem:
                 if not op.write:
                     continue
                 regs = {
