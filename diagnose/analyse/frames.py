@@ -254,10 +254,6 @@ class FrameRules:
         out = [c.name for c in self.categories]
         return [*out, *(["spin"] if self.pools else []), "other"]
 
-    @property
-    def stage_names(self) -> list[str]:
-        return [c.name for c in self._stage]
-
     def model_call(self, stack: Stack) -> ModelCall | None:
         """Where the model is called in ``stack`` (root first), or None: the root-most
         frame of a model framework's call (the "model" category's ``match``), else the first

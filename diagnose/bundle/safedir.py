@@ -278,9 +278,6 @@ class SafeDir:
         st = os.statvfs(self.fd)
         return st.f_bavail * st.f_frsize
 
-    def is_empty(self) -> bool:
-        return not os.listdir(self.fd)
-
 
 def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)

@@ -86,14 +86,13 @@ class SchedSummary:
 
 
 class _Thread:
-    __slots__ = ("futex", "last_cpu", "pending_out", "switch_stack", "switch_state", "woken")
+    __slots__ = ("futex", "pending_out", "switch_state", "woken")
 
     def __init__(self) -> None:
         self.pending_out: OffCpu | None = None
         self.switch_state: tuple[float, str, tuple[str, ...]] | None = None
         self.futex: FutexWait | None = None
         self.woken: tuple[float, int] | None = None  # (time, waker tid)
-        self.last_cpu: int | None = None
 
 
 def convert(
@@ -150,7 +149,6 @@ def convert(
             t.switch_state = None
             t.pending_out = OffCpu(ev.t, ev.tid, ev.cpu, state, stack)
             t.woken = None
-            t.last_cpu = ev.cpu
         elif name == SWITCH_IN:
             s.switch_ins += 1
             t = th(ev.tid)
@@ -169,7 +167,6 @@ def convert(
                 t.pending_out = None
                 yield out
             t.woken = None
-            t.last_cpu = ev.cpu
         elif name == "sched:sched_wakeup":
             wakee = wakeup_target(ev)
             if wakee is not None and wakee != ev.tid:

@@ -95,9 +95,6 @@ class Insn:
     def end(self) -> int:
         return self.address + self.size
 
-    def writes_memory(self) -> bool:
-        return any(op.write for op in self.mem)
-
     def address_regs(self) -> set[str]:
         """Registers its address operands need (besides RIP, which the IP gives)."""
         out = set()

@@ -19,7 +19,6 @@ from diagnose.render.terminal import finish
 from diagnose.render.text import md, md_code, plain, short_frame
 
 JUDGED = ("better", "worse", "moved")
-SHOWN = ("better", "worse", "moved", "changed", "new", "gone")
 
 
 def stack_label(stack: list[str], limit: int = 3) -> str:

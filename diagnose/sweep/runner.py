@@ -437,12 +437,6 @@ class Sweep:
         return d.report
 
 
-def run_sweep(
-    plan: SweepPlan, progress: ProgressFn | None = None, on_step: StepFn | None = None
-) -> dict[str, Any]:
-    return Sweep(plan, progress, on_step).run()
-
-
 def step_outcome_counts(record: dict[str, Any]) -> dict[str, int]:
     out: dict[str, int] = {}
     for s in record.get("settings", []):

@@ -297,7 +297,3 @@ def _compare(ops: list[tuple[Callable[[Any, Any], bool], bool]], vals: list[Valu
         if not f(a, b):
             return False
     return result
-
-
-def metric_names(compiled: Compiled) -> frozenset[str]:
-    return compiled.names

@@ -53,7 +53,6 @@ from diagnose.collect.perf.probe import (
 SIZE_LIMIT = re.compile(r"perf size limit reached \((\d+) KB\)")
 WROTE = re.compile(r"Captured and wrote ([\d.]+) MB")
 LOST_CHUNKS = re.compile(r"lost (\d+) chunks", re.I)
-LOST_SAMPLES = re.compile(r"(\d+) samples? lost", re.I)
 NO_PROCESS = re.compile(r"no such process", re.I)
 
 
