@@ -80,6 +80,22 @@ def render_summary(
             "  ",
             width,
         )
+    lines += _finding_lines(report, width)
+    lines += _not_measured_lines(report, width)
+    if report.get("broken_rules"):
+        lines.append(f"Broken rules skipped: {len(report['broken_rules'])} (see the report)")
+    if report_path:
+        lines.append(f"Report: {plain(report_path, 1000)}")
+    out = finish(lines)
+    if color:
+        out[0] = click.style(out[0], fg=_COLORS.get(str(v.get("primary")), "white"), bold=True)
+    return "\n".join(out)
+
+
+def _finding_lines(report: dict[str, Any], width: int) -> list[str]:
+    """The top three findings (evidence, first fix) and two advisories."""
+    v = report["verdict"]
+    lines: list[str] = []
     main = [f for f in report["findings"] if not f.get("advisory")][:3]
     if not main:
         lines += _wrap(plain(v["headline"], 400), "  ", "  ", width)
@@ -98,6 +114,12 @@ def render_summary(
         lines += _wrap(
             f"{plain(f['title'])}: {plain(f['summary'], 200)}", "   also: ", "      ", width
         )
+    return lines
+
+
+def _not_measured_lines(report: dict[str, Any], width: int) -> list[str]:
+    """What could not be measured, and the rules that could not be evaluated."""
+    lines: list[str] = []
     missing = [n for n in report.get("not_measured", []) if n["status"] != "ok"]
     not_evaluated = report.get("not_evaluated") or []
     if missing or not_evaluated:
@@ -118,14 +140,7 @@ def render_summary(
                 "    ",
                 width,
             )
-    if report.get("broken_rules"):
-        lines.append(f"Broken rules skipped: {len(report['broken_rules'])} (see the report)")
-    if report_path:
-        lines.append(f"Report: {plain(report_path, 1000)}")
-    out = finish(lines)
-    if color:
-        out[0] = click.style(out[0], fg=_COLORS.get(str(v.get("primary")), "white"), bold=True)
-    return "\n".join(out)
+    return lines
 
 
 def _unexplained(v: dict[str, Any]) -> str:

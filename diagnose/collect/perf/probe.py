@@ -259,6 +259,19 @@ def _record_ok(job: _Job, data: str, what: str) -> Feature | tuple[str, str]:
     return explain(job.out, what)
 
 
+def _hw_feature(hw: _Job) -> Feature:
+    """Hardware counters, from ``perf stat -e HW_EVENTS -- true``."""
+    if hw.error:
+        return Feature("hw_events", False, f"hardware counters: {hw.error}", PMU_FIX)
+    if hw.rc != 0:
+        reason, fix = explain(hw.out, "hardware counters")
+        return Feature("hw_events", False, reason, fix)
+    ok, detail = _stat_supported(hw.out, HW_EVENTS)
+    if ok:
+        return Feature("hw_events", True, detail, "")
+    return Feature("hw_events", False, f"hardware counters: {detail}", PMU_FIX)
+
+
 def probe(perf: str | None = None, timeout: float = 10.0) -> PerfCapabilities:
     """Probe this host's perf. Never raises."""
     t0 = time.monotonic()
@@ -318,25 +331,7 @@ def probe(perf: str | None = None, timeout: float = 10.0) -> PerfCapabilities:
                 features[name] = Feature(name, True, f"{what}: works")
             else:
                 features[name] = Feature(name, False, res[0], res[1])
-        hw = jobs["hw_events"]
-        if hw.error or hw.rc != 0:
-            reason, fix = (
-                explain(hw.out, "hardware counters")
-                if not hw.error
-                else (
-                    f"hardware counters: {hw.error}",
-                    PMU_FIX,
-                )
-            )
-            features["hw_events"] = Feature("hw_events", False, reason, fix)
-        else:
-            ok, detail = _stat_supported(hw.out, HW_EVENTS)
-            features["hw_events"] = Feature(
-                "hw_events",
-                ok,
-                detail if ok else f"hardware counters: {detail}",
-                "" if ok else PMU_FIX,
-            )
+        features["hw_events"] = _hw_feature(jobs["hw_events"])
     ordered = {n: features[n] for n in FEATURES if n in features}
     return PerfCapabilities(perf, version, paranoid, root, ordered, time.monotonic() - t0)
 
