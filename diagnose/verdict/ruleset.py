@@ -101,11 +101,17 @@ def _str(
     return v
 
 
-def _parse_rule(raw: Any, tf: TomlFile, index: int, known: Mapping[str, Any]) -> Rule:
-    line = tf.table_line("rule", index)
-    where = tf.where(line)
-    if not isinstance(raw, dict):
-        raise BadRules(f"{where}: [[rule]] must be a table")
+def _str_list(raw: dict[str, Any], key: str, tf: TomlFile, line: int, what: str) -> list[str]:
+    value = raw.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise BadRules(f"{tf.where(tf.key_line(key, line))}: {key} must be a list of {what}")
+    return list(value)
+
+
+def _rule_identity(
+    raw: dict[str, Any], tf: TomlFile, line: int, where: str
+) -> tuple[str, str, str | None]:
+    """A rule's id, category and kind, checked (and its keys, all known)."""
     unknown = set(raw) - _KEYS
     if unknown:
         k = sorted(unknown)[0]
@@ -125,6 +131,15 @@ def _parse_rule(raw: Any, tf: TomlFile, index: int, known: Mapping[str, Any]) ->
         raise BadRules(
             f"{tf.where(tf.key_line('kind', line))}: kind must be a short lower-case name"
         )
+    return rid, category, kind
+
+
+def _parse_rule(raw: Any, tf: TomlFile, index: int, known: Mapping[str, Any]) -> Rule:
+    line = tf.table_line("rule", index)
+    where = tf.where(line)
+    if not isinstance(raw, dict):
+        raise BadRules(f"{where}: [[rule]] must be a table")
+    rid, category, kind = _rule_identity(raw, tf, line, where)
     title = _str(raw, "title", where, limit=200)
 
     def expr(key: str, required: bool) -> Compiled | None:
@@ -139,11 +154,7 @@ def _parse_rule(raw: Any, tf: TomlFile, index: int, known: Mapping[str, Any]) ->
     when = expr("when", True)
     assert when is not None
     score = expr("score", False)
-    evidence = raw.get("evidence", [])
-    if not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence):
-        raise BadRules(
-            f"{tf.where(tf.key_line('evidence', line))}: evidence must be a list of metric names"
-        )
+    evidence = _str_list(raw, "evidence", tf, line, "metric names")
     for e in evidence:
         if e not in known:
             raise BadRules(
@@ -157,20 +168,14 @@ def _parse_rule(raw: Any, tf: TomlFile, index: int, known: Mapping[str, Any]) ->
             raise BadRules(f"{tf.where(tf.key_line(key, line))}: {key}: {exc}") from None
 
     summary = tmpl(_str(raw, "summary", where), "summary")
-    fixes_raw = raw.get("fixes", [])
-    if not isinstance(fixes_raw, list) or not all(isinstance(f, str) for f in fixes_raw):
-        raise BadRules(f"{tf.where(tf.key_line('fixes', line))}: fixes must be a list of strings")
+    fixes_raw = _str_list(raw, "fixes", tf, line, "strings")
     if len(fixes_raw) > MAX_FIXES:
         raise BadRules(f"{tf.where(tf.key_line('fixes', line))}: at most {MAX_FIXES} fixes")
     fixes = [tmpl(f, "fixes") for f in fixes_raw]
     advisory = raw.get("advisory", False)
     if not isinstance(advisory, bool):
         raise BadRules(f"{tf.where(tf.key_line('advisory', line))}: advisory must be true or false")
-    refs = raw.get("references", [])
-    if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
-        raise BadRules(
-            f"{tf.where(tf.key_line('references', line))}: references must be a list of strings"
-        )
+    refs = _str_list(raw, "references", tf, line, "strings")
     return Rule(
         id=rid,
         category=category,
