@@ -245,12 +245,30 @@ def analyse_lines(
             if a.write:
                 ln.insns[(a.tid, a.offset, a.size, a.insn)] += a.samples
     c2c = set(c2c_lines) if c2c_lines is not None else None
-    table_lines = []
+    table_lines: list[dict[str, Any]] = []
     for ln in sorted(lines.values(), key=lambda x: (-x.samples, x.line)):
         k = classify(ln)
         if k is None:
             continue
         table_lines.append(_describe(ln, k, total, insn_at, names, c2c))
+    m = _line_metrics(table_lines, total, outcome, c2c)
+    table = {
+        "samples": total,
+        "user_samples": user,
+        "outcomes": {k: outcome[k] for k in ("resolved", "unresolved", "no_write", "no_code")},
+        "lines": table_lines[: 2 * MAX_LINES],
+        "c2c_ran": c2c is not None,
+    }
+    return m, table
+
+
+def _line_metrics(
+    table_lines: list[dict[str, Any]],
+    total: int,
+    outcome: Counter[str],
+    c2c: set[int] | None,
+) -> dict[str, Any]:
+    """The false_sharing_* and true_sharing_* metrics from the classified lines."""
     false = [t for t in table_lines if t["false_sharing"]]
     true = [t for t in table_lines if t["true_sharing"]]
     m: dict[str, Any] = {
@@ -281,14 +299,7 @@ def analyse_lines(
     m["false_sharing_c2c_agrees"] = (
         None if c2c is None or top is None else int(top["c2c_contended"] is True)
     )
-    table = {
-        "samples": total,
-        "user_samples": user,
-        "outcomes": {k: outcome[k] for k in ("resolved", "unresolved", "no_write", "no_code")},
-        "lines": table_lines[: 2 * MAX_LINES],
-        "c2c_ran": c2c is not None,
-    }
-    return m, table
+    return m
 
 
 def _share(n: int, total: int) -> float:
