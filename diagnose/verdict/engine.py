@@ -180,14 +180,11 @@ def _no_verdict(
     )
 
 
-def judge(
-    ruleset: RuleSet,
-    metrics: Mapping[str, Any],
-    unmeasured: Mapping[str, str],
-    partial: set[str] | None = None,
-) -> Verdict:
-    partial = partial or set()
-    known = known_metrics()
+def _evaluate(
+    ruleset: RuleSet, metrics: Mapping[str, Any], unmeasured: Mapping[str, str]
+) -> tuple[list[Finding], list[NotEvaluated], set[tuple[str, str | None]]]:
+    """Every rule over the metrics: the findings (scored), the rules that could not be
+    evaluated (and why), and the (category, kind) of the rules that were."""
     findings: list[Finding] = []
     not_eval: list[NotEvaluated] = []
     evaluated: set[tuple[str, str | None]] = set()  # (category, kind) of rules judged
@@ -218,6 +215,18 @@ def judge(
                 evidence=_evidence(rule, metrics),
             )
         )
+    return findings, not_eval, evaluated
+
+
+def judge(
+    ruleset: RuleSet,
+    metrics: Mapping[str, Any],
+    unmeasured: Mapping[str, str],
+    partial: set[str] | None = None,
+) -> Verdict:
+    partial = partial or set()
+    known = known_metrics()
+    findings, not_eval, evaluated = _evaluate(ruleset, metrics, unmeasured)
     findings.sort(key=lambda f: (f.rule.advisory, -f.score, f.rule.id))
     main = [f for f in findings if not f.rule.advisory]
     idle = [f for f in main if f.rule.category == "idle"]
