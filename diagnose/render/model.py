@@ -133,17 +133,54 @@ def not_measured(bundle: Bundle) -> list[dict[str, str]]:
     return out
 
 
+def _system_json(bundle: Bundle) -> dict[str, Any]:
+    if not bundle.has("system.json"):
+        return {}
+    try:
+        raw = bundle.json("system.json")
+    except Exception:  # a broken system.json is reported by the collectors table
+        return {}
+    return raw if isinstance(raw, dict) else {}
+
+
+def _verdict_section(verdict: Verdict, m: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "primary": verdict.primary,
+        "title": CATEGORY_TITLES.get(verdict.primary, verdict.primary),
+        "kind": verdict.kind,
+        "confidence": verdict.confidence,
+        "headline": verdict.headline,
+        "ranking": verdict.ranking(),
+        "confidence_notes": verdict.confidence_notes,
+        "unexplained_share": verdict.unexplained,
+        "placed_share": m.get("oncpu_share_placed"),
+        "uncertain": verdict.uncertain,
+    }
+
+
+def _environment(m: dict[str, Any], system: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "cores_available": m.get("cores_available"),
+        "logical_cpus": m.get("logical_cpus"),
+        "physical_cores": m.get("physical_cores"),
+        "cpus_usable": m.get("cpus_usable"),
+        "quota_cores": m.get("cpu_quota_cores"),
+        "capacity": system.get("capacity", {}),
+        "cpu": {k: v for k, v in (system.get("cpu") or {}).items() if k != "caches"},
+        "caches": (system.get("cpu") or {}).get("caches", []),
+        "python": system.get("python", {}),
+        "libraries": system.get("libraries", {}),
+        "env": system.get("env", {}),
+        "host": system.get("host", {}),
+        "threads_busy": m.get("threads_busy"),
+        "cpu_demand_threads_mean": m.get("cpu_demand_threads_mean"),
+    }
+
+
 def build_report(
     bundle: Bundle, analysis: Analysis, verdict: Verdict, ruleset: RuleSet
 ) -> dict[str, Any]:
     man = bundle.manifest
-    system = {}
-    if bundle.has("system.json"):
-        try:
-            raw = bundle.json("system.json")
-            system = raw if isinstance(raw, dict) else {}
-        except Exception:  # a broken system.json is reported by the collectors table
-            system = {}
     m = analysis.metrics
     report: dict[str, Any] = {
         "schema": REPORT_SCHEMA,
@@ -167,18 +204,7 @@ def build_report(
             "tool_cpu_cores": m.get("tool_cpu_cores"),
             "tool_cpu_share": m.get("tool_cpu_share"),
         },
-        "verdict": {
-            "primary": verdict.primary,
-            "title": CATEGORY_TITLES.get(verdict.primary, verdict.primary),
-            "kind": verdict.kind,
-            "confidence": verdict.confidence,
-            "headline": verdict.headline,
-            "ranking": verdict.ranking(),
-            "confidence_notes": verdict.confidence_notes,
-            "unexplained_share": verdict.unexplained,
-            "placed_share": m.get("oncpu_share_placed"),
-            "uncertain": verdict.uncertain,
-        },
+        "verdict": _verdict_section(verdict, m),
         "findings": [f.to_dict() for f in verdict.findings],
         "not_evaluated": [n.to_dict() for n in verdict.not_evaluated],
         "broken_rules": verdict.broken_rules,
@@ -198,22 +224,7 @@ def build_report(
             "holders": analysis.extra.get("gil_holders", []),
             "sites": analysis.extra.get("gil_sites", []),
         },
-        "environment": {
-            "cores_available": m.get("cores_available"),
-            "logical_cpus": m.get("logical_cpus"),
-            "physical_cores": m.get("physical_cores"),
-            "cpus_usable": m.get("cpus_usable"),
-            "quota_cores": m.get("cpu_quota_cores"),
-            "capacity": system.get("capacity", {}),
-            "cpu": {k: v for k, v in (system.get("cpu") or {}).items() if k != "caches"},
-            "caches": (system.get("cpu") or {}).get("caches", []),
-            "python": system.get("python", {}),
-            "libraries": system.get("libraries", {}),
-            "env": system.get("env", {}),
-            "host": system.get("host", {}),
-            "threads_busy": m.get("threads_busy"),
-            "cpu_demand_threads_mean": m.get("cpu_demand_threads_mean"),
-        },
+        "environment": _environment(m, _system_json(bundle)),
         "speedscope": [
             f
             for f in ("python/python.speedscope.json", "native/native.speedscope.json")
