@@ -111,6 +111,35 @@ def users_text(n: int | None) -> str:
     return f"{n} user" if n == 1 else f"{n} users"
 
 
+def _knee_not_passed(points: Sequence[StepPoint], knee: int, saturated: list[int]) -> Knee:
+    """QPS still paid at the last usable step: the generator saturated after it, or the
+    sweep did not go far enough."""
+    pk = points[knee]
+    sat_after = [i for i in saturated if i > knee]
+    if sat_after:
+        s = points[sat_after[0]]
+        return Knee(
+            "generator_bound",
+            f"QPS still rose up to {users_text(pk.users)} ({_f(pk.qps)}/s), then the load "
+            f"generator saturated (from {users_text(s.users)}): the service's knee is above "
+            f"{_f(pk.qps)} QPS; give the generator more CPU (locust --processes, another "
+            "host) and sweep again",
+            index=knee,
+            users=pk.users,
+            qps=pk.qps,
+            p99_ms=pk.p99_ms,
+        )
+    return Knee(
+        "not_reached",
+        f"QPS still rose at the last step ({users_text(pk.users)}, {_f(pk.qps)}/s): the knee "
+        "is further up; add steps",
+        index=knee,
+        users=pk.users,
+        qps=pk.qps,
+        p99_ms=pk.p99_ms,
+    )
+
+
 def find_knee(points: Sequence[StepPoint]) -> Knee:
     """The knee: the first step that no later step beats by enough to pay (:func:`pays`).
 
@@ -139,31 +168,9 @@ def find_knee(points: Sequence[StepPoint]) -> Knee:
         ):
             knee = k
             break
-    pk = points[knee]
     if knee == usable[-1]:
-        sat_after = [i for i in saturated if i > knee]
-        if sat_after:
-            s = points[sat_after[0]]
-            return Knee(
-                "generator_bound",
-                f"QPS still rose up to {users_text(pk.users)} ({_f(pk.qps)}/s), then the load "
-                f"generator saturated (from {users_text(s.users)}): the service's knee is above "
-                f"{_f(pk.qps)} QPS; give the generator more CPU (locust --processes, another "
-                "host) and sweep again",
-                index=knee,
-                users=pk.users,
-                qps=pk.qps,
-                p99_ms=pk.p99_ms,
-            )
-        return Knee(
-            "not_reached",
-            f"QPS still rose at the last step ({users_text(pk.users)}, {_f(pk.qps)}/s): the knee "
-            "is further up; add steps",
-            index=knee,
-            users=pk.users,
-            qps=pk.qps,
-            p99_ms=pk.p99_ms,
-        )
+        return _knee_not_passed(points, knee, saturated)
+    pk = points[knee]
     nxt = usable[usable.index(knee) + 1]
     pn = points[nxt]
     best_later = max(points[j].qps or 0.0 for j in usable if j > knee)
@@ -269,6 +276,26 @@ def _pick_sla(
     return None, notes
 
 
+def _choose_step(
+    points: Sequence[StepPoint], knee: Knee, sla_p99_ms: float | None
+) -> tuple[int | None, list[str], str]:
+    """The step to recommend, notes on the choice, and its basis (sla or knee)."""
+    if sla_p99_ms is not None:
+        chosen, notes = _pick_sla(points, knee, sla_p99_ms)
+        return chosen, notes, "sla"
+    chosen = knee.index if knee.index is not None and points[knee.index].stable else None
+    if chosen is None:
+        stable = [i for i, p in enumerate(points) if p.stable]
+        if stable:
+            chosen = max(stable, key=lambda i: (points[i].qps or 0.0, -points[i].users))
+    return chosen, [], "knee"
+
+
+def _span(low_high: tuple[int, int]) -> str:
+    low, high = low_high
+    return str(low) if low == high else f"{low}-{high}"
+
+
 def recommend(
     points: Sequence[StepPoint],
     knee: Knee,
@@ -277,17 +304,7 @@ def recommend(
 ) -> Recommendation:
     """The concurrency to serve at (the knee, or the most QPS within the SLA up to the knee),
     its worker pool, its bounded queue, the safe QPS per instance and the replicas for a peak."""
-    notes: list[str] = []
-    if sla_p99_ms is not None:
-        chosen, notes = _pick_sla(points, knee, sla_p99_ms)
-        basis = "sla"
-    else:
-        basis = "knee"
-        chosen = knee.index if knee.index is not None and points[knee.index].stable else None
-        if chosen is None:
-            stable = [i for i, p in enumerate(points) if p.stable]
-            if stable:
-                chosen = max(stable, key=lambda i: (points[i].qps or 0.0, -points[i].users))
+    chosen, notes, basis = _choose_step(points, knee, sla_p99_ms)
     if chosen is None:
         return Recommendation(
             "none",
@@ -321,9 +338,7 @@ def recommend(
         f"P99 {_f(p.p99_ms)} ms per instance"
     )
     text.append(
-        f"worker pool: {core[0]}{'' if core[0] == core[1] else '-' + str(core[1])} core threads "
-        f"(70-80% of {users}), at most {most[0]}{'' if most[0] == most[1] else '-' + str(most[1])} "
-        "(1.5-2x)"
+        f"worker pool: {_span(core)} core threads (70-80% of {users}), at most {_span(most)} (1.5-2x)"
     )
     if queue is not None and first is not None:
         text.append(
