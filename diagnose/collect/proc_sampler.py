@@ -124,6 +124,22 @@ def _raise_fd_limit() -> None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (min(want, 1 << 20), hard))
 
 
+def _switches(base: str, tid: int) -> tuple[str, str, str]:
+    """Voluntary and involuntary context switches, and migrations, of one thread (the
+    slow tick's files: /proc/.../status and sched)."""
+    vcsw = ivcsw = migrations = ""
+    status = _read_file(f"{base}/{tid}/status")
+    if status:
+        fields = parse_status(status)
+        vcsw = fields.get("voluntary_ctxt_switches", "")
+        ivcsw = fields.get("nonvoluntary_ctxt_switches", "")
+    sched = _read_file(f"{base}/{tid}/sched")
+    if sched:
+        m = parse_sched_migrations(sched)
+        migrations = "" if m is None else str(m)
+    return vcsw, ivcsw, migrations
+
+
 class ProcSampler(Collector):
     name = "proc"
     description = (
@@ -350,17 +366,7 @@ class ProcSampler(Collector):
             raise
         except ValueError:  # a file we cannot parse (procfs.py says what): no row this tick
             return None
-        vcsw = ivcsw = migrations = ""
-        if slow:
-            status = _read_file(f"{base}/{tid}/status")
-            if status:
-                fields = parse_status(status)
-                vcsw = fields.get("voluntary_ctxt_switches", "")
-                ivcsw = fields.get("nonvoluntary_ctxt_switches", "")
-            sched = _read_file(f"{base}/{tid}/sched")
-            if sched:
-                m = parse_sched_migrations(sched)
-                migrations = "" if m is None else str(m)
+        vcsw, ivcsw, migrations = _switches(base, tid) if slow else ("", "", "")
         return [
             t,
             tid,

@@ -291,6 +291,15 @@ def _choose_step(
     return chosen, [], "knee"
 
 
+def _queue_bound(first: StepPoint | None, p: StepPoint, sla_p99_ms: float | None) -> int | None:
+    """Requests to queue at most: the SLA's spare time over the P99 at step ``p``, in units
+    of the first stable step's P50 (one request's own time), times the concurrency."""
+    if sla_p99_ms is None or first is None or not first.p50_ms:
+        return None
+    spare = max(0.0, sla_p99_ms - (p.p99_ms or 0.0))
+    return int(spare // first.p50_ms) * p.users
+
+
 def _span(low_high: tuple[int, int]) -> str:
     low, high = low_high
     return str(low) if low == high else f"{low}-{high}"
@@ -323,10 +332,7 @@ def recommend(
     core = (max(1, round(users * CORE_THREADS[0])), max(1, round(users * CORE_THREADS[1])))
     most = (max(1, math.ceil(users * MAX_THREADS[0])), max(1, math.ceil(users * MAX_THREADS[1])))
     first = next((q for q in points if q.stable and q.p50_ms), None)
-    queue = None
-    if sla_p99_ms is not None and first is not None and first.p50_ms:
-        spare = max(0.0, sla_p99_ms - (p.p99_ms or 0.0))
-        queue = int(spare // first.p50_ms) * users
+    queue = _queue_bound(first, p, sla_p99_ms)
     text = []
     why = (
         f"the most QPS with P99 <= {_f(sla_p99_ms)} ms"
