@@ -95,6 +95,55 @@ class _Thread:
         self.woken: tuple[float, int] | None = None  # (time, waker tid)
 
 
+def _switched_out(t: _Thread, ev: PerfEvent) -> None:
+    """The thread left its CPU: open its off-CPU row, in the state sched_switch gave."""
+    st = t.switch_state
+    if st is not None and ev.t - st[0] < 0.01:
+        state, stack = st[1], st[2]
+    else:
+        state, stack = "?", ()
+    if ev.fields == "preempt":
+        state = "R"  # the kernel's own flag: it was still runnable
+    t.switch_state = None
+    t.pending_out = OffCpu(ev.t, ev.tid, ev.cpu, state, stack)
+    t.woken = None
+
+
+def _switched_in(t: _Thread, ev: PerfEvent, s: SchedSummary) -> OffCpu | None:
+    """The thread runs again: its off-CPU row, closed (with its run-queue delay), if open."""
+    out = t.pending_out
+    if out is not None:
+        out.dur = ev.t - out.t
+        out.cpu_in = ev.cpu
+        if out.state.startswith("R"):
+            out.runq = out.dur
+        else:
+            s.sleeps_resumed += 1
+            if t.woken is not None and t.woken[0] >= out.t:
+                out.runq = max(0.0, ev.t - t.woken[0])
+                out.waker = t.woken[1]
+                s.wakeups_seen += 1
+        t.pending_out = None
+    t.woken = None
+    return out
+
+
+def _futex_exited(
+    t: _Thread, ev: PerfEvent, last_wake: dict[int, tuple[float, int]]
+) -> FutexWait | None:
+    """A futex call returned: its wait row, closed (with the waker of its address), if open."""
+    f = t.futex
+    t.futex = None
+    if f is None:
+        return None
+    f.ret = futex_exit(ev)
+    f.dur = ev.t - f.t
+    lw = last_wake.get(f.uaddr)
+    if lw is not None and f.t <= lw[0] <= ev.t and lw[1] != f.tid:
+        f.waker, f.wake_t = lw[1], lw[0]  # the releaser of this very address
+    return f
+
+
 def convert(
     events: Iterable[PerfEvent], summary: SchedSummary | None = None
 ) -> Iterator[OffCpu | FutexWait]:
@@ -138,35 +187,12 @@ def convert(
                     f.blocked = True
                     f.stack = ev.stack
         elif name == SWITCH_OUT:
-            t = th(ev.tid)
-            st = t.switch_state
-            if st is not None and ev.t - st[0] < 0.01:
-                state, stack = st[1], st[2]
-            else:
-                state, stack = "?", ()
-            if ev.fields == "preempt":
-                state = "R"  # the kernel's own flag: it was still runnable
-            t.switch_state = None
-            t.pending_out = OffCpu(ev.t, ev.tid, ev.cpu, state, stack)
-            t.woken = None
+            _switched_out(th(ev.tid), ev)
         elif name == SWITCH_IN:
             s.switch_ins += 1
-            t = th(ev.tid)
-            out = t.pending_out
+            out = _switched_in(th(ev.tid), ev, s)
             if out is not None:
-                out.dur = ev.t - out.t
-                out.cpu_in = ev.cpu
-                if out.state.startswith("R"):
-                    out.runq = out.dur
-                else:
-                    s.sleeps_resumed += 1
-                    if t.woken is not None and t.woken[0] >= out.t:
-                        out.runq = max(0.0, ev.t - t.woken[0])
-                        out.waker = t.woken[1]
-                        s.wakeups_seen += 1
-                t.pending_out = None
                 yield out
-            t.woken = None
         elif name == "sched:sched_wakeup":
             wakee = wakeup_target(ev)
             if wakee is not None and wakee != ev.tid:
@@ -186,17 +212,9 @@ def convert(
                 last_wake[uaddr] = (ev.t, ev.tid)
                 th(ev.tid).futex = None
         elif name == "syscalls:sys_exit_futex":
-            t = th(ev.tid)
-            f = t.futex
-            t.futex = None
-            if f is None:
-                continue
-            f.ret = futex_exit(ev)
-            f.dur = ev.t - f.t
-            lw = last_wake.get(f.uaddr)
-            if lw is not None and f.t <= lw[0] <= ev.t and lw[1] != f.tid:
-                f.waker, f.wake_t = lw[1], lw[0]  # the releaser of this very address
-            yield f
+            f = _futex_exited(th(ev.tid), ev, last_wake)
+            if f is not None:
+                yield f
     for t in threads.values():
         if t.pending_out is not None:
             yield t.pending_out
