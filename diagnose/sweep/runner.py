@@ -311,6 +311,9 @@ class Sweep:
                 return
             time.sleep(0.1)
 
+    def _rel(self, p: Path) -> str:
+        return str(p.relative_to(self.root))
+
     def _run_step(
         self, setting: Setting, users: int, pid: int, setting_dir: Path, label: str
     ) -> dict[str, Any]:
@@ -318,17 +321,13 @@ class Sweep:
         step_dir = _mkdir(setting_dir / f"users-{users}")
         load_dir = _mkdir(step_dir / "load")
         bundle = step_dir / "bundle"
-
-        def rel(p: Path) -> str:
-            return str(p.relative_to(self.root))
-
         window = self.driver.window(plan.step_duration)
         step: dict[str, Any] = {
             "users": users,
             "status": "failed",
             "reason": "",
-            "dir": rel(step_dir),
-            "load_dir": rel(load_dir),
+            "dir": self._rel(step_dir),
+            "load_dir": self._rel(load_dir),
             "bundle": None,
             "load": None,
             "generator": None,
@@ -352,7 +351,7 @@ class Sweep:
                 except Exception as exc:  # recorded below; the capture ends normally
                     went["error"] = exc
 
-            step["bundle"] = rel(bundle)
+            step["bundle"] = self._rel(bundle)
             try:
                 result = capture(
                     pid,
