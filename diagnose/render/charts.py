@@ -211,22 +211,37 @@ def flame_tree(
     total = sum(w for _, w in items)
     if total <= 0:
         return None
-    parent: list[int] = [-1]
-    label: list[str] = [root_label]
-    frame: list[str] = [root_label]
-    value: list[float] = [total]
-    color: list[str] = [_ROOT_COLOR]
-    thread: list[int] = [-1]
-    threads: list[dict[str, Any]] = []
-    thread_index: dict[str, int] = {}
-    hidden = 0.0
-    max_depth = 0
-    # candidates: (-share of scope, seq, parent, depth, frame, its stacks, weight, scope)
-    heap: list[tuple[float, int, int, int, str, list[tuple[Stack, float]], float, float]] = []
-    seq = 0
+    tree = _FlameTree(root_label, total, max_nodes, min_share)
+    tree.expand(0, 0, items, total)
+    tree.grow()
+    return tree.to_dict()
 
-    def expand(node: int, depth: int, members: list[tuple[Stack, float]], scope: float) -> None:
-        nonlocal seq, hidden
+
+#: a node to draw: (-share of scope, seq, parent, depth, frame, its stacks, weight, scope)
+_Candidate = tuple[float, int, int, int, str, list[tuple[Stack, float]], float, float]
+
+
+class _FlameTree:
+    """:func:`flame_tree`'s columns, grown from the heaviest candidate down."""
+
+    def __init__(self, root_label: str, total: float, max_nodes: int, min_share: float) -> None:
+        self.total, self.max_nodes, self.min_share = total, max_nodes, min_share
+        self.parent: list[int] = [-1]
+        self.label: list[str] = [root_label]
+        self.frame: list[str] = [root_label]
+        self.value: list[float] = [total]
+        self.color: list[str] = [_ROOT_COLOR]
+        self.thread: list[int] = [-1]
+        self.threads: list[dict[str, Any]] = []
+        self.thread_index: dict[str, int] = {}
+        self.hidden = 0.0
+        self.max_depth = 0
+        self.heap: list[_Candidate] = []
+        self.seq = 0
+
+    def expand(
+        self, node: int, depth: int, members: list[tuple[Stack, float]], scope: float
+    ) -> None:
         groups: dict[str, list[tuple[Stack, float]]] = defaultdict(list)
         weights: dict[str, float] = defaultdict(float)
         for st, w in members:
@@ -235,51 +250,54 @@ def flame_tree(
                 weights[st[depth]] += w
         for f, w in weights.items():
             # every thread gets its box (the thread filter lists it), however small
-            if w >= scope * min_share or (depth < 2 and ThreadFrame.parse(f) is not None):
-                heapq.heappush(heap, (-w / scope, seq, node, depth + 1, f, groups[f], w, scope))
-                seq += 1
+            if w >= scope * self.min_share or (depth < 2 and ThreadFrame.parse(f) is not None):
+                item = (-w / scope, self.seq, node, depth + 1, f, groups[f], w, scope)
+                heapq.heappush(self.heap, item)
+                self.seq += 1
             else:
-                hidden += w
+                self.hidden += w
 
-    expand(0, 0, items, total)
-    while heap:
-        _, _, par, depth, f, members, w, scope = heapq.heappop(heap)
-        if len(parent) >= max_nodes:
-            hidden += w
-            continue
-        idx = len(parent)
-        lab, col, is_thread = _node_look(f, depth)
-        if is_thread:
-            thr = thread_index.setdefault(f, len(threads))
-            if thr == len(threads):
-                threads.append({"label": plain(lab, LABEL_CHARS), "value": 0.0})
-            threads[thr]["value"] = round(threads[thr]["value"] + w, 6)
-            scope = w
-        else:
-            thr = thread[par]
-        parent.append(par)
-        label.append(plain(lab, LABEL_CHARS))
-        frame.append(plain(f, FRAME_CHARS))
-        value.append(round(w, 6))
-        color.append(col)
-        thread.append(thr)
-        max_depth = max(max_depth, depth)
-        expand(idx, depth, members, scope)
-    # a node popped after the cap may have been counted in ``hidden`` while its parent was
-    # drawn: that is what "not broken down further" means, so it stays counted.
-    return {
-        "parent": parent,
-        "label": label,
-        "frame": frame,
-        "value": value,
-        "color": color,
-        "thread": thread,
-        "threads": threads,
-        "total": round(total, 6),
-        "hidden_share": round(min(1.0, hidden / total), 4),
-        "max_depth": max_depth,
-        "nodes": len(parent),
-    }
+    def grow(self) -> None:
+        while self.heap:
+            _, _, par, depth, f, members, w, scope = heapq.heappop(self.heap)
+            if len(self.parent) >= self.max_nodes:
+                self.hidden += w
+                continue
+            idx = len(self.parent)
+            lab, col, is_thread = _node_look(f, depth)
+            if is_thread:
+                thr = self.thread_index.setdefault(f, len(self.threads))
+                if thr == len(self.threads):
+                    self.threads.append({"label": plain(lab, LABEL_CHARS), "value": 0.0})
+                self.threads[thr]["value"] = round(self.threads[thr]["value"] + w, 6)
+                scope = w
+            else:
+                thr = self.thread[par]
+            self.parent.append(par)
+            self.label.append(plain(lab, LABEL_CHARS))
+            self.frame.append(plain(f, FRAME_CHARS))
+            self.value.append(round(w, 6))
+            self.color.append(col)
+            self.thread.append(thr)
+            self.max_depth = max(self.max_depth, depth)
+            self.expand(idx, depth, members, scope)
+
+    def to_dict(self) -> dict[str, Any]:
+        # a node popped after the cap may have been counted in ``hidden`` while its parent
+        # was drawn: that is what "not broken down further" means, so it stays counted.
+        return {
+            "parent": self.parent,
+            "label": self.label,
+            "frame": self.frame,
+            "value": self.value,
+            "color": self.color,
+            "thread": self.thread,
+            "threads": self.threads,
+            "total": round(self.total, 6),
+            "hidden_share": round(min(1.0, self.hidden / self.total), 4),
+            "max_depth": self.max_depth,
+            "nodes": len(self.parent),
+        }
 
 
 def _merge_threads(stacks: Iterable[tuple[Sequence[str], float]]) -> list[tuple[Stack, float]]:
