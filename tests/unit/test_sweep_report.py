@@ -196,6 +196,17 @@ def test_model_caveats():
     assert m["caveats"] and "did not finish (interrupted)" in m["caveats"][0]
 
 
+def test_steps_without_a_report_still_render():
+    # a step whose capture or report failed has no links: the sweep's reports still render
+    # (the Markdown template once read the missing link as an error and wrote no report)
+    steps = [step("d", 1, 10, 100), step("d", 2, None, 0, status="failed", reason="boom")]
+    m = build_sweep_report(record([setting("d", "d", steps)]), {})
+    assert [r["links"] for r in m["settings"][0]["steps"]] == [{}, {}]
+    md, html = render_sweep_markdown(m), render_sweep_html(m)
+    assert "| 2 |" in md and "(failed)" in md and "[md](" not in md
+    assert 'class="step-link"' not in html
+
+
 def test_model_best_setting_of_a_vary():
     bad = [step("x4", u, q, p) for u, q, p in [(1, 22, 320), (2, 18, 290), (4, 16, 2200)]]
     good = [step("x1", u, q, p) for u, q, p in [(1, 60, 24), (2, 100, 75), (4, 104, 150)]]
