@@ -18,6 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from benchmarks.zoo import free_port
 from diagnose.tomlfile import TomlFile
 from tests.conftest import ROOT, run_sample
 from tests.e2e.cli import run_cli
@@ -94,6 +95,10 @@ def test_walkthrough_runs_and_ends_with_the_promised_comparison(tmp_path):
     script = "".join(
         f"echo '### playbook block {i}' >&2\n{shortened(b)}\n" for i, b in enumerate(blocks, 1)
     )
+    # the sweep's service on a free port, not the playbook's 18080: another run of the suite
+    # (or anything else) on this host may hold that one
+    assert "18080" in script
+    script = script.replace("18080", str(free_port()))
     rc, out, err = run_script(script, tmp_path)
     assert rc == 0, f"exit {rc}; stderr tail:\n{err[-3000:]}"
     # the incident capture found the lock

@@ -32,18 +32,13 @@ from pathlib import Path
 import psutil
 import pytest
 
+from benchmarks.zoo import free_port
 from tests.conftest import ROOT, SAMPLES
 from tests.e2e.cli import diagnose_argv, run_cli, wait_for
 
 LOCUSTFILE = str(SAMPLES / "sweep_locustfile.py")
 SHORT = ("--step-duration", "3", "--warmup", "2")
 OK = (0, 5)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def processes_mentioning(*needles: str) -> list[psutil.Process]:
