@@ -282,13 +282,16 @@ def test_vary_finds_the_intra_op_setting_that_beats_the_default(tmp_path):
         assert service_stats(out, fixed["slug"])["intra_op_threads"] == 1
         # eight intra-op threads on a 2-core host (four times its cores, as a pod that sizes its
         # pool by the node's cores): the contrast with one holds with a CPU-heavy neighbour
-        # the default oversubscribes from the first user: the knee is at 1 (or 2), and the
-        # verdict there and past it is oversubscription
+        # the default oversubscribes from the first user: every step's verdict says so, and
+        # where the knee is found it is at 1 (or 2). With a neighbour whose load comes and goes,
+        # a 3 s step's QPS can jump (40, 42, 81 QPS at 1, 2, 4 users, measured): the knee is
+        # then "not reached", which is what those figures say
+        assert [r["verdict"]["kind"] for r in default["steps"]] == ["oversubscription"] * 3
         k = default["knee"]
-        assert k["status"] == "found" and k["users"] in (1, 2), k["text"]
-        assert k["verdict_at"]["primary"] == "scheduling"
-        assert k["verdict_after"]["primary"] == "scheduling"
-        assert rows(default)[4]["verdict"]["kind"] == "oversubscription"
+        assert k["status"] in ("found", "not_reached"), k["text"]
+        if k["status"] == "found":
+            assert k["users"] in (1, 2), k["text"]
+            assert k["verdict_at"]["primary"] == k["verdict_after"]["primary"] == "scheduling"
         # the best setting is one intra-op thread, measurably better than the default
         best = m["best"]
         assert best["best"] == 1 and best["beats_baseline"] is True, best["text"]
