@@ -111,6 +111,10 @@ def users_text(n: int | None) -> str:
     return f"{n} user" if n == 1 else f"{n} users"
 
 
+def _knee_at(status: str, text: str, index: int, p: StepPoint) -> Knee:
+    return Knee(status, text, index=index, users=p.users, qps=p.qps, p99_ms=p.p99_ms)
+
+
 def _knee_not_passed(points: Sequence[StepPoint], knee: int, saturated: list[int]) -> Knee:
     """QPS still paid at the last usable step: the generator saturated after it, or the
     sweep did not go far enough."""
@@ -118,25 +122,21 @@ def _knee_not_passed(points: Sequence[StepPoint], knee: int, saturated: list[int
     sat_after = [i for i in saturated if i > knee]
     if sat_after:
         s = points[sat_after[0]]
-        return Knee(
+        return _knee_at(
             "generator_bound",
             f"QPS still rose up to {users_text(pk.users)} ({_f(pk.qps)}/s), then the load "
             f"generator saturated (from {users_text(s.users)}): the service's knee is above "
             f"{_f(pk.qps)} QPS; give the generator more CPU (locust --processes, another "
             "host) and sweep again",
-            index=knee,
-            users=pk.users,
-            qps=pk.qps,
-            p99_ms=pk.p99_ms,
+            knee,
+            pk,
         )
-    return Knee(
+    return _knee_at(
         "not_reached",
         f"QPS still rose at the last step ({users_text(pk.users)}, {_f(pk.qps)}/s): the knee "
         "is further up; add steps",
-        index=knee,
-        users=pk.users,
-        qps=pk.qps,
-        p99_ms=pk.p99_ms,
+        knee,
+        pk,
     )
 
 
