@@ -34,9 +34,18 @@ from typing import Any, TypeGuard
 from diagnose import __version__
 from diagnose.analyse.registry import known_metrics
 from diagnose.bundle.reader import Bundle
+from diagnose.errors import UsageError
 from diagnose.formats.stacks import Stack, ThreadFrame
 from diagnose.outcome import judge_in_context, service_change, verdict_words
-from diagnose.report import Diagnosis, OutputTarget, diagnose, open_output
+from diagnose.render.model import report_flames
+from diagnose.report import (
+    OutputTarget,
+    diagnose,
+    is_report_file,
+    load_report,
+    open_directory,
+    open_output,
+)
 from diagnose.verdict.template import format_value
 
 COMPARE_SCHEMA = "diagnose.compare/1"
@@ -370,24 +379,23 @@ def hot_and_cold(
     }
 
 
-def diff_flames(before: Diagnosis, after: Diagnosis) -> dict[str, Any]:
+def diff_flames(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
+    """The flame views of two reports, diffed."""
+    flames_b, flames_a = report_flames(before), report_flames(after)
     out: dict[str, Any] = {}
     for view, (title, unit) in FLAME_VIEWS.items():
         # absent: not recorded; empty: recorded, and nothing in it (no thread waited)
-        fb = before.analysis.flames.get(view)
-        fa = after.analysis.flames.get(view)
+        fb, fa = flames_b.get(view), flames_a.get(view)
         if not fb and not fa:
             continue
         fb, fa = fb or [], fa or []
-        sb = scaled_stacks(fb, _flame_scale(view, fb, before.report["metrics"]))
-        sa = scaled_stacks(fa, _flame_scale(view, fa, after.report["metrics"]))
+        sb = scaled_stacks(fb, _flame_scale(view, fb, before["metrics"]))
+        sa = scaled_stacks(fa, _flame_scale(view, fa, after["metrics"]))
         out[view] = {
             "title": title,
             "unit": unit,
             "missing": (
-                "before"
-                if view not in before.analysis.flames
-                else ("after" if view not in after.analysis.flames else None)
+                "before" if view not in flames_b else ("after" if view not in flames_a else None)
             ),
             "tree": diff_tree(sb, sa),
             **hot_and_cold(sb, sa),
@@ -402,10 +410,10 @@ def diff_flames(before: Diagnosis, after: Diagnosis) -> dict[str, Any]:
 OTHER_LOAD_LIMIT = 0.15
 
 
-def caveats(before: Diagnosis, after: Diagnosis) -> list[str]:
-    """What differs between the captures besides the change under test, each a reason to
-    distrust part of the comparison."""
-    mb, ma = before.report["metrics"], after.report["metrics"]
+def caveats(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    """What differs between the captures (two reports) besides the change under test, each
+    a reason to distrust part of the comparison."""
+    mb, ma = before["metrics"], after["metrics"]
     out = []
     ob, oa = mb.get("host_other_cpu_share"), ma.get("host_other_cpu_share")
     if _is_number(ob) and _is_number(oa) and abs(oa - ob) > OTHER_LOAD_LIMIT:
@@ -430,18 +438,17 @@ def caveats(before: Diagnosis, after: Diagnosis) -> list[str]:
             f"the captures differ in length ({wb:.1f} s and {wa:.1f} s): counts and totals "
             "are not comparable, rates and shares are"
         )
-    for name, d in (("before", before), ("after", after)):
-        r = d.report
+    for name, r in (("before", before), ("after", after)):
         if not r["bundle"]["complete"] or r["capture"].get("ended_by") == "target_exited":
             out.append(f"the {name} capture is partial ({r['capture'].get('ended_by')})")
     sources = {
         n["collector"]: (name, n["status"])
-        for name, d in (("before", before), ("after", after))
-        for n in d.report.get("not_measured", [])
+        for name, r in (("before", before), ("after", after))
+        for n in r.get("not_measured", [])
         if n["status"] in ("unavailable", "failed")
     }
-    ok_b = {n["collector"] for n in before.report.get("not_measured", [])}
-    ok_a = {n["collector"] for n in after.report.get("not_measured", [])}
+    ok_b = {n["collector"] for n in before.get("not_measured", [])}
+    ok_a = {n["collector"] for n in after.get("not_measured", [])}
     for collector in sorted(ok_b ^ ok_a):
         if collector in sources:
             name, status = sources[collector]
@@ -453,8 +460,7 @@ def caveats(before: Diagnosis, after: Diagnosis) -> list[str]:
 # --- the whole comparison ------------------------------------------------------------------
 
 
-def _side(d: Diagnosis) -> dict[str, Any]:
-    r = d.report
+def _side(r: Mapping[str, Any]) -> dict[str, Any]:
     cap = r["capture"]
     return {
         "bundle": r["bundle"]["path"],
@@ -469,12 +475,12 @@ def _side(d: Diagnosis) -> dict[str, Any]:
 
 
 def build_comparison(
-    before: Diagnosis,
-    after: Diagnosis,
+    rb: Mapping[str, Any],
+    ra: Mapping[str, Any],
     service: tuple[Mapping[str, Any] | None, Mapping[str, Any] | None] = (None, None),
 ) -> dict[str, Any]:
-    """``service``: each side's own figures (:func:`diagnose.outcome.figures`), or None."""
-    rb, ra = before.report, after.report
+    """Compare two reports (report dicts, as report.json holds them); ``service``: each
+    side's own figures (:func:`diagnose.outcome.figures`), or None."""
     focus = [
         e["metric"]
         for r in (rb, ra)
@@ -489,15 +495,15 @@ def build_comparison(
         "schema": COMPARE_SCHEMA,
         "tool_version": __version__,
         "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "before": _side(before),
-        "after": _side(after),
+        "before": _side(rb),
+        "after": _side(ra),
         "service": figures,
         "verdict": verdict_change(rb, ra),
-        "caveats": caveats(before, after),
+        "caveats": caveats(rb, ra),
         "metrics": metrics,
         "counts": dict(Counter(m["change"] for m in metrics)),
         "findings": finding_changes(rb["findings"], ra["findings"]),
-        "flames": diff_flames(before, after),
+        "flames": diff_flames(rb, ra),
         "noise": {"share_points": SHARE_NOISE, "relative": RELATIVE_NOISE},
     }
 
@@ -508,10 +514,20 @@ def compare(
     rules_dirs: Iterable[Path] = (),
     service: tuple[Mapping[str, Any] | None, Mapping[str, Any] | None] = (None, None),
 ) -> dict[str, Any]:
-    """Diagnose both bundles (same rules) and compare them; ``service``: each side's own
-    figures where known (:func:`diagnose.outcome.figures`)."""
+    """Diagnose both bundles (same rules) and compare them, or read both reports where a
+    side is a report.json; ``service``: each side's own figures where known
+    (:func:`diagnose.outcome.figures`)."""
     rules = list(rules_dirs)
-    return build_comparison(diagnose(before, rules), diagnose(after, rules), service)
+    return build_comparison(side_report(before, rules), side_report(after, rules), service)
+
+
+def side_report(side: Path | Bundle, rules_dirs: list[Path]) -> dict[str, Any]:
+    """One side of a comparison: a bundle diagnosed, or a report.json read back."""
+    if isinstance(side, Path) and is_report_file(side):
+        if rules_dirs:
+            raise UsageError("--rules judges bundles again: compare the bundles, not reports")
+        return load_report(side)
+    return diagnose(side, rules_dirs).report
 
 
 FILENAMES = {"html": "compare.html", "md": "compare.md", "json": "compare.json"}
@@ -542,6 +558,9 @@ def write_comparison(
 
 
 def open_comparison(after: Path | Bundle, formats: list[str], out: Path | None) -> OutputTarget:
-    """Where the comparison goes: the AFTER bundle's directory, or ``out``."""
+    """Where the comparison goes: the AFTER bundle's directory (or the directory of AFTER's
+    report.json), or ``out``."""
+    if isinstance(after, Path) and is_report_file(after):
+        return open_output(open_directory(after.parent, create=False), formats, out, FILENAMES)
     bundle = after if isinstance(after, Bundle) else Bundle.open(after)
     return open_output(bundle, formats, out, FILENAMES)

@@ -22,8 +22,8 @@ from diagnose.bundle.manifest import CollectorStatus
 from diagnose.bundle.reader import Bundle
 from diagnose.bundle.safedir import SafeDir, write_all
 from diagnose.bundle.writer import dump_json, output_error
-from diagnose.errors import OutputError, UsageError
-from diagnose.render.model import build_report
+from diagnose.errors import BadBundle, OutputError, UsageError
+from diagnose.render.model import REPORT_SCHEMA, build_report
 from diagnose.verdict import judge, load_rules
 
 FORMATS = ("html", "md", "json")
@@ -137,7 +137,7 @@ def _write_stream(path: Path, raw: bytes) -> None:
         raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
-def _open_dir(path: Path, create: bool) -> SafeDir:
+def open_directory(path: Path, create: bool) -> SafeDir:
     try:
         if create and not path.is_dir():
             path.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -170,16 +170,16 @@ def open_output(
         return OutputTarget(None, {formats[0]: str(out)}, stream=out)
     suffixes = {".html": "html", ".htm": "html", ".md": "md", ".json": "json"}
     if not several and out.suffix.lower() in suffixes:
-        return OutputTarget(_open_dir(out.parent, create=True), {formats[0]: out.name})
+        return OutputTarget(open_directory(out.parent, create=True), {formats[0]: out.name})
     if out.exists() and not out.is_dir():
         raise UsageError(f"-o {out} is a file; with several formats give a directory")
-    return OutputTarget(_open_dir(out, create=True), {f: filenames[f] for f in formats})
+    return OutputTarget(open_directory(out, create=True), {f: filenames[f] for f in formats})
 
 
 def write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` (0600) so that ``path`` is either old or complete (its
     directory is opened once, then the file is written through it)."""
-    with _open_dir(path.parent, create=True) as d:
+    with open_directory(path.parent, create=True) as d:
         OutputTarget(d, {"file": path.name}).write("file", text)
 
 
@@ -196,22 +196,76 @@ def write_reports(
     bundle = bundle_path if isinstance(bundle_path, Bundle) else Bundle.open(bundle_path)
     target = open_output(bundle, formats, out)
     d = diagnose(bundle, rules_dirs)
+    render_reports(d.report, target, formats)
+    return d, target.paths()
+
+
+def render_reports(report: dict[str, Any], target: OutputTarget, formats: list[str]) -> None:
+    """Write ``report`` (the report dict, as report.json holds it) in ``formats``: every
+    renderer reads that dict alone."""
     # the small reports first: on a disk that fills up, they are the ones that fit
     for fmt in sorted(formats, key=lambda f: f == "html"):
         if fmt == "json":
-            target.write(fmt, dump_json(d.report))
+            target.write(fmt, dump_json(report))
         elif fmt == "md":
             from diagnose.render.markdown import render_markdown
 
-            target.write(fmt, render_markdown(d.report))
+            target.write(fmt, render_markdown(report))
         elif fmt == "html":
             from diagnose.render.charts import chart_data
             from diagnose.render.html import render_html
 
-            target.write(fmt, render_html(d.report, chart_data(d.analysis)))
-    return d, target.paths()
+            target.write(fmt, render_html(report, chart_data(report)))
 
 
-def report_json(d: Diagnosis) -> str:
+def report_json(report: dict[str, Any]) -> str:
     """The report as JSON text, as report.json holds it."""
-    return json.dumps(d.report, indent=1, ensure_ascii=False, allow_nan=False, default=str)
+    return json.dumps(report, indent=1, ensure_ascii=False, allow_nan=False, default=str)
+
+
+# --- a report.json read back ------------------------------------------------------------
+
+#: what a report must hold to be rendered or compared again
+REPORT_SECTIONS = (
+    "bundle", "target", "capture", "verdict", "findings", "metrics", "unmeasured",
+    "collectors", "not_measured", "series", "stacks",
+)  # fmt: skip
+
+
+def is_report_file(path: Path) -> bool:
+    """``path`` names a report (a JSON file), not a bundle (a directory)."""
+    return path.suffix.lower() == ".json" and not path.is_dir()
+
+
+def load_report(path: Path) -> dict[str, Any]:
+    """A report.json that diagnose wrote, read back: what ``diagnose report`` re-renders
+    and ``diagnose compare`` compares. :class:`BadBundle` (exit 7) for anything else."""
+    try:
+        data = json.loads(path.read_bytes())
+    except OSError as exc:
+        raise BadBundle(f"cannot read {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise BadBundle(f"{path} is not a report.json: not JSON ({exc})") from None
+    if not isinstance(data, dict) or data.get("schema") != REPORT_SCHEMA:
+        found = data.get("schema") if isinstance(data, dict) else None
+        raise BadBundle(
+            f"{path} is not a diagnose report ({REPORT_SCHEMA}): its schema is {found!r}"
+        )
+    missing = [k for k in REPORT_SECTIONS if not isinstance(data.get(k), (dict, list))]
+    if missing:
+        raise BadBundle(
+            f"{path} lacks {', '.join(missing)} (written by diagnose "
+            f"{data.get('tool_version', '?')}?): run diagnose report on its bundle"
+        )
+    return data
+
+
+def write_report_file(
+    path: Path, formats: list[str], out: Path | None = None
+) -> tuple[dict[str, Any], dict[str, Path]]:
+    """Render a report.json again, in ``formats``: next to it, or to ``out``."""
+    report = load_report(path)
+    with open_directory(path.parent, create=False) as held:
+        target = open_output(held, formats, out)
+        render_reports(report, target, formats)
+        return report, target.paths()

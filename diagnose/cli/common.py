@@ -216,7 +216,7 @@ def report_capture(
     cut_short = _cut_short_by_disk(result)
     if as_json:
         if not cut_short:  # stdout holds the JSON only with exit codes 0 and 5
-            click.echo(report_json(d))
+            click.echo(report_json(d.report))
     else:
         main_path = paths.get("html") or next(iter(paths.values()))
         click.echo(render_summary(d.report, str(main_path), color=sys.stdout.isatty()))

@@ -18,7 +18,7 @@ from diagnose.errors import DiagnoseError, ExitCode, UsageError
 from diagnose.escape import term
 from diagnose.outcome import figures, from_load
 from diagnose.render.compare import render_compare_summary
-from diagnose.report import STDOUT, is_stream, parse_formats
+from diagnose.report import STDOUT, is_report_file, is_stream, parse_formats
 from diagnose.sweep.loadgen import read_stats_file
 from diagnose.sweep.report import step_figures
 
@@ -81,6 +81,9 @@ def compare(
 ) -> None:
     """Compare two bundles: BEFORE (the baseline) and AFTER (one change later).
 
+    Either side may be a report.json instead of a bundle (what diagnose attach or report
+    wrote): it is compared as it was judged then.
+
     \b
     Shows first the service's own figures (throughput, latency percentiles, errors) and
     whether it improved, then the verdict change in words, metric deltas (better or worse
@@ -100,9 +103,10 @@ def compare(
         service_figures(before, before_load, before_qps, "--before"),
         service_figures(after, after_load, after_qps, "--after"),
     )
-    after_bundle = Bundle.open(after)  # held open: the comparison is written through it
-    target = open_comparison(after_bundle, fmts, out)  # a bad -o is refused before analysing
-    c = compare_bundles(before, after_bundle, rules_dirs, service)
+    # a bundle is held open: the comparison is written through it
+    after_side: Path | Bundle = after if is_report_file(after) else Bundle.open(after)
+    target = open_comparison(after_side, fmts, out)  # a bad -o is refused before analysing
+    c = compare_bundles(before, after_side, rules_dirs, service)
     paths = write_comparison(c, target, fmts)
     files = {fmt: path for fmt, path in paths.items() if not is_stream(path)}
     if as_json:
@@ -137,7 +141,7 @@ def service_figures(
             ) from None
         figs: dict[str, Any] | None = from_load(f.to_dict(), f"{f.tool} figures from {load.name}")
     else:
-        figs = step_figures(bundle)
+        figs = step_figures(bundle.parent if is_report_file(bundle) else bundle)
     if qps is not None:
         figs = {**(figs or figures(source="given")), "qps": qps}
         figs["source"] = (

@@ -77,7 +77,7 @@ def demo(sample: str, duration: float, out: Path | None, list_samples: bool, as_
     progress.done()
     d, paths = write_reports(result.writer.dir.dup() if result.writer else result.bundle)
     if as_json:
-        click.echo(report_json(d))
+        click.echo(report_json(d.report))
     else:
         html = str(paths["html"].resolve())
         click.echo(render_summary(d.report, html, color=sys.stdout.isatty()))

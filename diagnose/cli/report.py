@@ -14,12 +14,20 @@ from diagnose.errors import UsageError
 from diagnose.escape import term
 from diagnose.render.sweep import render_sweep_summary
 from diagnose.render.terminal import render_summary
-from diagnose.report import STDOUT, is_stream, parse_formats, report_json, write_reports
+from diagnose.report import (
+    STDOUT,
+    is_report_file,
+    is_stream,
+    parse_formats,
+    report_json,
+    write_report_file,
+    write_reports,
+)
 from diagnose.sweep.report import is_sweep_dir, write_sweep_reports
 
 
 @main.command()
-@click.argument("bundle", metavar="BUNDLE|SWEEPDIR", type=click.Path(path_type=Path))
+@click.argument("bundle", metavar="BUNDLE|SWEEPDIR|REPORT.json", type=click.Path(path_type=Path))
 @click.option(
     "--format",
     "formats",
@@ -55,6 +63,8 @@ def report(
 
     The bundle alone is read: copy it anywhere and run this there. Given a sweep's
     directory (diagnose sweep), every step is diagnosed again and the sweep report rewritten.
+    Given a report.json, its HTML, Markdown and summary are drawn again from it alone (no
+    bundle, no analysis; the verdict stays the one it holds).
     With -o - the one format asked for (--format) is written to stdout, and nothing else is.
     """
     fmts = parse_formats(formats)
@@ -68,11 +78,19 @@ def report(
             return render_sweep_summary(model, main_path)
 
     else:
-        d, paths = write_reports(bundle, fmts, out, rules_dirs)
-        as_text = report_json(d)
+        if is_report_file(bundle):
+            if rules_dirs:
+                raise UsageError(
+                    "--rules judges a bundle again: give the bundle, not its report.json"
+                )
+            rep, paths = write_report_file(bundle, fmts, out)
+        else:
+            d, paths = write_reports(bundle, fmts, out, rules_dirs)
+            rep = d.report
+        as_text = report_json(rep)
 
         def summary(main_path: str) -> str:
-            return render_summary(d.report, main_path, color=sys.stdout.isatty())
+            return render_summary(rep, main_path, color=sys.stdout.isatty())
 
     files = {fmt: path for fmt, path in paths.items() if not is_stream(path)}
     if as_json:

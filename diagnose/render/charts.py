@@ -1,4 +1,4 @@
-"""What the HTML report draws, from the analysis: bounded flame-graph trees and plotly figures.
+"""What the HTML report draws, from the report dict alone (report.json re-renders it): bounded flame-graph trees and plotly figures.
 
 Everything here is plain, JSON-ready data: ``chart_data`` is serialised into the page and
 drawn by plotly.js (inlined once, see render/html.py) and a little vanilla JS
@@ -22,9 +22,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from diagnose.analyse.frames import is_native_frame, split_frame
-from diagnose.analyse.model import Analysis
 from diagnose.formats.stacks import Stack, ThreadFrame
-from diagnose.render.model import jsonable
+from diagnose.render.model import jsonable, report_flames
 from diagnose.render.text import plain, plotly_text
 
 #: Bounds of one flame graph: at most this many boxes, and none under this share of its
@@ -309,10 +308,11 @@ def _merge_threads(stacks: Iterable[tuple[Sequence[str], float]]) -> list[tuple[
     return list(merged.items())
 
 
-def flame_views(a: Analysis) -> dict[str, Any]:
+def flame_views(r: dict[str, Any]) -> dict[str, Any]:
     """The three flame graphs, each by thread and with threads merged, with what each
     shows, or why it is missing."""
-    m = a.metrics
+    m = r["metrics"]
+    flames = report_flames(r)
     oncpu_source = m.get("oncpu_source") or ""
     cpu_unit = "samples" if oncpu_source.startswith("perf") else "s"
     about = {
@@ -330,7 +330,7 @@ def flame_views(a: Analysis) -> dict[str, Any]:
     roots = {"cpu": "all threads, on CPU", "wall": "all threads", "waits": "all waits"}
     out: dict[str, Any] = {}
     for view in FLAME_VIEWS:
-        raw = a.flames.get(view) or []
+        raw = flames.get(view) or []
         stacks = simplified(raw, *VARIANTS[DEFAULT_VARIANT])
         tree = flame_tree(stacks.items(), roots[view])
         out[view] = {
@@ -340,7 +340,7 @@ def flame_views(a: Analysis) -> dict[str, Any]:
             "tree": tree,
             "merged": flame_tree(_merge_threads(stacks.items()), roots[view]) if tree else None,
             "variants": _variants(raw, stacks, roots[view]) if tree else {},
-            "missing": None if tree else _flame_missing(view, a),
+            "missing": None if tree else _flame_missing(view, r, view in flames),
         }
     return out
 
@@ -369,16 +369,18 @@ def _variants(
     return out
 
 
-def _flame_missing(view: str, a: Analysis) -> str:
+def _flame_missing(view: str, r: dict[str, Any], recorded: bool) -> str:
+    """Why ``view`` has nothing to draw; ``recorded``: the view is in the report, empty."""
+    unmeasured = r["unmeasured"]
     if view == "waits":
-        if a.thread_time is not None:
+        if recorded:
             return "no thread waited on the GIL, a lock or I/O during the capture"
-        return a.unmeasured.get("busy_share_lock") or "thread states were not recorded"
+        return unmeasured.get("busy_share_lock") or "thread states were not recorded"
     if view == "cpu":
-        if a.metrics.get("oncpu_samples") == 0:
+        if r["metrics"].get("oncpu_samples") == 0:
             return "no on-CPU samples: the target's threads did not run during the capture"
-        return a.unmeasured.get("oncpu_samples") or "no on-CPU stacks"
-    return a.unmeasured.get("threads_python") or "no Python stacks were recorded"
+        return unmeasured.get("oncpu_samples") or "no on-CPU stacks"
+    return unmeasured.get("threads_python") or "no Python stacks were recorded"
 
 
 # --- charts ----------------------------------------------------------------------------
@@ -583,27 +585,28 @@ def cpus_figure(cpus: dict[str, Any], means: dict[str, Any]) -> dict[str, Any] |
     }
 
 
-def _why(a: Analysis, metric: str, fallback: str) -> str:
-    return a.unmeasured.get(metric) or fallback
+def _why(r: dict[str, Any], metric: str, fallback: str) -> str:
+    reason: str = r["unmeasured"].get(metric) or fallback
+    return reason
 
 
-def chart_figures(a: Analysis) -> dict[str, Any]:
+def chart_figures(r: dict[str, Any]) -> dict[str, Any]:
     """Each chart: its title, what it shows, the figure, or why it is missing."""
-    s = a.series
+    s = r.get("series") or {}
     specs = [
         (
             "timeline",
             "Thread states over time",
             "the state each thread spent most of each time bin in (/proc schedstat and wait channels); busiest threads first",
             timeline_figure(s.get("timeline") or {}),
-            _why(a, "busy_share_running", "no thread-state ticks were recorded"),
+            _why(r, "busy_share_running", "no thread-state ticks were recorded"),
         ),
         (
             "switches",
             "Context switches and migrations per second",
             "the whole process, from /proc counters read every 5th tick",
             switches_figure(s.get("switches") or {}),
-            _why(a, "ctx_switches_voluntary_per_s", "context switches were not recorded"),
+            _why(r, "ctx_switches_voluntary_per_s", "context switches were not recorded"),
         ),
         (
             "runq",
@@ -615,14 +618,14 @@ def chart_figures(a: Analysis) -> dict[str, Any]:
                 else ""
             ),
             runq_figure(s.get("runq_delay_hist") or {}),
-            _why(a, "runq_delay_p50_ms", "no thread ran during the capture"),
+            _why(r, "runq_delay_p50_ms", "no thread ran during the capture"),
         ),
         (
             "cpus",
             "CPU utilisation per core",
             "busy share of each CPU, whoever used it (/proc/stat)",
             cpus_figure(s.get("cpus") or {}, s.get("cpu_mean") or {}),
-            _why(a, "host_cpu_util", "per-CPU counters were not recorded"),
+            _why(r, "host_cpu_util", "per-CPU counters were not recorded"),
         ),
     ]
     return {
@@ -636,12 +639,12 @@ def chart_figures(a: Analysis) -> dict[str, Any]:
     }
 
 
-def chart_data(a: Analysis) -> dict[str, Any]:
-    """Everything the HTML page draws, JSON-ready."""
+def chart_data(r: dict[str, Any]) -> dict[str, Any]:
+    """Everything the HTML page draws, JSON-ready, from the report dict ``r``."""
     out: dict[str, Any] = jsonable(
         {
-            "flames": flame_views(a),
-            "charts": chart_figures(a),
+            "flames": flame_views(r),
+            "charts": chart_figures(r),
             "states": [
                 {"state": s, "label": STATE_LABELS[s], "color": STATE_COLORS[s]}
                 for s in STATE_COLORS

@@ -8,6 +8,7 @@ schema version.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from diagnose import __version__
 from diagnose.analyse.model import Analysis
 from diagnose.bundle.manifest import CollectorStatus
 from diagnose.bundle.reader import Bundle
+from diagnose.formats.stacks import Stack
 from diagnose.verdict.engine import Verdict
 from diagnose.verdict.ruleset import RuleSet
 
@@ -64,6 +66,43 @@ def jsonable(v: Any) -> Any:
     if v is pd.NA or v is pd.NaT:
         return None
     return v
+
+
+#: report.json keeps at most this many stacks of each flame view, the heaviest; the others
+#: add up into one stack (SMALLER_STACKS), so a view's total stays whole. A 64-thread, 60 s
+#: capture has a few thousand distinct stacks.
+MAX_STACKS = 5000
+SMALLER_STACKS = "(smaller stacks)"
+
+
+def stack_section(flames: dict[str, list[tuple[Stack, float]]]) -> dict[str, Any]:
+    """The flame views' stacks, each frame's text stored once: ``frames`` is the list of
+    frames; ``views.VIEW`` a list of ``[[frame index, ...], weight]``, root first, heaviest
+    first. A view that is absent was not recorded; an empty one was, and held nothing."""
+    frames: dict[str, int] = {}
+    views: dict[str, list[list[Any]]] = {}
+    for view, stacks in flames.items():
+        ordered = sorted(stacks, key=lambda s: (-s[1], s[0]))
+        rows = [
+            [[frames.setdefault(f, len(frames)) for f in stack], round(float(w), 6)]
+            for stack, w in ordered[:MAX_STACKS]
+        ]
+        rest = ordered[MAX_STACKS:]
+        if rest:
+            index = frames.setdefault(SMALLER_STACKS, len(frames))
+            rows.append([[index], round(sum(float(w) for _, w in rest), 6)])
+        views[view] = rows
+    return {"frames": list(frames), "views": views}
+
+
+def report_flames(report: Mapping[str, Any]) -> dict[str, list[tuple[Stack, float]]]:
+    """The flame views' stacks back from a report's ``stacks`` section."""
+    section = report.get("stacks") or {}
+    frames = section.get("frames") or []
+    return {
+        view: [(tuple(frames[i] for i in ids), float(w)) for ids, w in rows]
+        for view, rows in (section.get("views") or {}).items()
+    }
 
 
 def _threads_table(a: Analysis, limit: int = 200) -> list[dict[str, Any]]:
@@ -225,6 +264,9 @@ def build_report(
             "sites": analysis.extra.get("gil_sites", []),
         },
         "environment": _environment(m, _system_json(bundle)),
+        # what the charts draw (render/charts.py): the report re-renders from report.json alone
+        "series": analysis.series,
+        "stacks": stack_section(analysis.flames),
         "speedscope": [
             f
             for f in ("python/python.speedscope.json", "native/native.speedscope.json")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from types import SimpleNamespace
 
 import pytest
 
@@ -24,6 +23,7 @@ from diagnose.render.compare import (
     render_compare_markdown,
     render_compare_summary,
 )
+from diagnose.render.model import stack_section
 
 
 def test_every_direction_names_a_registered_metric():
@@ -140,8 +140,8 @@ def test_hot_and_cold():
 HOSTILE = '<script>alert("x")</script>\x1b[31m|`*'
 
 
-def _diagnosis(lock: float, frames: list[str]) -> SimpleNamespace:
-    """What build_comparison reads from a Diagnosis: the report dict and the flames."""
+def _report(lock: float, frames: list[str], **flames: list) -> dict:
+    """What build_comparison reads: the report dict, its flame views' stacks included."""
     report = {
         "bundle": {"path": f"/b/{HOSTILE}", "complete": True},
         "target": {"pid": 7, "comm": HOSTILE, "cmdline": ["python", HOSTILE]},
@@ -156,18 +156,19 @@ def _diagnosis(lock: float, frames: list[str]) -> SimpleNamespace:
                     "oncpu_top_function": HOSTILE if lock > 0.5 else "other"},
         "not_measured": [{"collector": "perf", "status": "unavailable", "reason": HOSTILE}],
     }  # fmt: skip
-    flames = {
+    views = {
         "wall": [((f"thread (1): {HOSTILE}", *frames), 5.0)],
         "cpu": [((f"thread (1): {HOSTILE}", *frames), 1.0)],
+        **flames,
     }
-    return SimpleNamespace(report=report, analysis=SimpleNamespace(flames=flames))
+    return {**report, "stacks": stack_section({k: v for k, v in views.items() if v is not None})}
 
 
 @pytest.fixture
 def hostile_comparison() -> dict:
-    before = _diagnosis(0.8, ["main (a.py:1)", f"{HOSTILE} (b.py:2)"])
-    after = _diagnosis(0.2, ["main (a.py:1)", "fixed (b.py:3)"])
-    return build_comparison(before, after)  # type: ignore[arg-type]
+    before = _report(0.8, ["main (a.py:1)", f"{HOSTILE} (b.py:2)"])
+    after = _report(0.2, ["main (a.py:1)", "fixed (b.py:3)"])
+    return build_comparison(before, after)
 
 
 def test_comparison_is_json(hostile_comparison):
@@ -182,12 +183,10 @@ def test_comparison_is_json(hostile_comparison):
 def test_a_view_recorded_empty_after_is_compared_not_missing():
     # GIVEN threads waiting on a lock before, and none after the fix (the waits were
     # recorded, and there were none), while the on-CPU view was not recorded after
-    before = _diagnosis(0.8, ["main (a.py:1)"])
-    after = _diagnosis(0.0, ["main (a.py:1)"])
-    before.analysis.flames["waits"] = [(("lock wait", "thread (1): w", "main (a.py:1)"), 4.0)]
-    after.analysis.flames["waits"] = []
-    del after.analysis.flames["cpu"]
-    c = build_comparison(before, after)  # type: ignore[arg-type]
+    waits = [(("lock wait", "thread (1): w", "main (a.py:1)"), 4.0)]
+    before = _report(0.8, ["main (a.py:1)"], waits=waits)
+    after = _report(0.0, ["main (a.py:1)"], waits=[], cpu=None)
+    c = build_comparison(before, after)
     # THEN the waits are drawn, all colder; the on-CPU view says what was not recorded
     waits = c["flames"]["waits"]
     assert waits["missing"] is None
@@ -236,13 +235,13 @@ def test_terminal_summary_is_plain(hostile_comparison):
 
 
 def test_caveats_name_what_differs_besides_the_change():
-    before, after = _diagnosis(0.8, ["a"]), _diagnosis(0.2, ["a"])
-    assert build_comparison(before, after)["caveats"] == []  # type: ignore[arg-type]
-    before.report["metrics"].update(host_other_cpu_share=0.05, cores_available=2)
-    after.report["metrics"].update(host_other_cpu_share=0.6, cores_available=4, window_s=1.0)
-    after.report["capture"]["ended_by"] = "target_exited"
-    after.report["not_measured"] = []  # perf ran after, not before
-    text = "\n".join(build_comparison(before, after)["caveats"])  # type: ignore[arg-type]
+    before, after = _report(0.8, ["a"]), _report(0.2, ["a"])
+    assert build_comparison(before, after)["caveats"] == []
+    before["metrics"].update(host_other_cpu_share=0.05, cores_available=2)
+    after["metrics"].update(host_other_cpu_share=0.6, cores_available=4, window_s=1.0)
+    after["capture"]["ended_by"] = "target_exited"
+    after["not_measured"] = []  # perf ran after, not before
+    text = "\n".join(build_comparison(before, after)["caveats"])
     assert "5% of the usable CPUs busy before and 60% after" in text
     assert "cores available differ: 2 before, 4 after" in text
     assert "differ in length (5.0 s and 1.0 s)" in text
@@ -252,18 +251,18 @@ def test_caveats_name_what_differs_besides_the_change():
 
 def test_a_caveat_never_shows_an_empty_value():
     # GIVEN a Python target before, and after one whose Python version is not known
-    before, after = _diagnosis(0.8, ["a"]), _diagnosis(0.2, ["a"])
-    before.report["metrics"]["python_version"] = "3.11"
-    after.report["metrics"]["python_version"] = ""
-    caveats = build_comparison(before, after)["caveats"]  # type: ignore[arg-type]
+    before, after = _report(0.8, ["a"]), _report(0.2, ["a"])
+    before["metrics"]["python_version"] = "3.11"
+    after["metrics"]["python_version"] = ""
+    caveats = build_comparison(before, after)["caveats"]
     # THEN the caveat says what is not known, instead of an empty value
     assert caveats == ["Python versions differ: 3.11 before, unknown after"]
-    after.report["metrics"]["python_version"] = "3.12"
-    caveats = build_comparison(before, after)["caveats"]  # type: ignore[arg-type]
+    after["metrics"]["python_version"] = "3.12"
+    caveats = build_comparison(before, after)["caveats"]
     assert caveats == ["Python versions differ: 3.11 before, 3.12 after"]
-    before.report["metrics"]["python_version"] = ""
-    after.report["metrics"]["python_version"] = None
-    assert build_comparison(before, after)["caveats"] == []  # type: ignore[arg-type]
+    before["metrics"]["python_version"] = ""
+    after["metrics"]["python_version"] = None
+    assert build_comparison(before, after)["caveats"] == []
 
 
 def test_parents_always_cover_their_children_after_rounding():

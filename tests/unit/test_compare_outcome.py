@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import json
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -54,7 +53,7 @@ def _finding(rid: str, score: float, advisory: bool = False) -> dict[str, Any]:
             "score": score, "summary": "s", "advisory": advisory, "evidence": []}  # fmt: skip
 
 
-def _diagnosis(primary: str, metrics: dict[str, Any], findings: list[dict]) -> SimpleNamespace:
+def _side(primary: str, metrics: dict[str, Any], findings: list[dict]) -> dict[str, Any]:
     report = {
         "bundle": {"path": "/b", "complete": True},
         "target": {"pid": 7, "comm": "python", "cmdline": ["python"]},
@@ -65,13 +64,14 @@ def _diagnosis(primary: str, metrics: dict[str, Any], findings: list[dict]) -> S
         "findings": findings,
         "metrics": dict(metrics),
         "not_measured": [],
+        "stacks": {"frames": [], "views": {}},
     }  # fmt: skip
-    return SimpleNamespace(report=report, analysis=SimpleNamespace(flames={}))
+    return report
 
 
-def _pair() -> tuple[SimpleNamespace, SimpleNamespace]:
-    before = _diagnosis("lock", BEFORE_METRICS, [_finding("lock.contended", 0.8)])
-    after = _diagnosis("compute", AFTER_METRICS, [_finding("compute.model_bound", 0.7)])
+def _pair() -> tuple[dict[str, Any], dict[str, Any]]:
+    before = _side("lock", BEFORE_METRICS, [_finding("lock.contended", 0.8)])
+    after = _side("compute", AFTER_METRICS, [_finding("compute.model_bound", 0.7)])
     return before, after
 
 
@@ -80,7 +80,7 @@ def _changes(c: dict) -> dict[str, str]:
 
 
 def test_after_a_real_improvement_nothing_that_followed_it_is_worse():
-    c = build_comparison(*_pair(), service=(SLOW, FAST))  # type: ignore[arg-type]
+    c = build_comparison(*_pair(), service=(SLOW, FAST))
     # THEN the service's figures say what the fix did
     s = c["service"]
     assert s["outcome"] == "improved"
@@ -107,7 +107,7 @@ def test_after_a_real_improvement_nothing_that_followed_it_is_worse():
 
 def test_near_miss_the_service_got_slower_so_worse_stays_worse():
     # GIVEN the same internal metrics, but the service's own figures got worse
-    c = build_comparison(*_pair(), service=(FAST, SLOW))  # type: ignore[arg-type]
+    c = build_comparison(*_pair(), service=(FAST, SLOW))
     assert c["service"]["outcome"] == "regressed"
     ch = _changes(c)
     assert ch["busy_share_runnable"] == "worse" and ch["runq_delay_p50_ms"] == "worse"
@@ -118,7 +118,7 @@ def test_near_miss_the_service_got_slower_so_worse_stays_worse():
 
 def test_near_miss_mixed_figures_excuse_only_the_freed_time():
     mixed = {**FAST, "p99_ms": 200.0}  # faster median, a far worse tail
-    c = build_comparison(*_pair(), service=(SLOW, mixed))  # type: ignore[arg-type]
+    c = build_comparison(*_pair(), service=(SLOW, mixed))
     assert c["service"]["outcome"] == "mixed"
     ch = _changes(c)
     assert ch["busy_share_runnable"] == "moved"  # the partition holds whatever the outcome
@@ -127,7 +127,7 @@ def test_near_miss_mixed_figures_excuse_only_the_freed_time():
 
 
 def test_without_the_services_figures_only_the_freed_time_is_moved():
-    c = build_comparison(*_pair())  # type: ignore[arg-type]
+    c = build_comparison(*_pair())
     assert c["service"]["outcome"] is None and not c["service"]["rows"]
     assert "cannot tell an improvement from a regression" in c["service"]["text"]
     ch = _changes(c)
@@ -138,9 +138,9 @@ def test_without_the_services_figures_only_the_freed_time_is_moved():
 
 def test_near_miss_a_rise_beyond_the_freed_time_is_worse():
     before, after = _pair()
-    before.report["metrics"]["busy_share_lock"] = 0.30  # 30 points freed
+    before["metrics"]["busy_share_lock"] = 0.30  # 30 points freed
     # runnable rose 35 points: more than the lock gave back
-    c = build_comparison(before, after)  # type: ignore[arg-type]
+    c = build_comparison(before, after)
     ch = _changes(c)
     assert ch["busy_share_runnable"] == "worse"
     assert ch["busy_share_gil"] == "moved"  # 10 points: within the 30 freed
@@ -191,7 +191,7 @@ HOSTILE = '<script>alert("x")</script>\x1b[31m|`*'
 
 def test_every_output_shows_the_service_first_and_escapes_it():
     slow = {**SLOW, "source": f"locust figures from {HOSTILE}"}
-    c = build_comparison(*_pair(), service=(slow, FAST))  # type: ignore[arg-type]
+    c = build_comparison(*_pair(), service=(slow, FAST))
     assert json.loads(json.dumps(c, allow_nan=False)) == c
     text = render_compare_summary(c)
     lines = text.splitlines()
@@ -213,10 +213,10 @@ def test_every_output_shows_the_service_first_and_escapes_it():
 
 
 def test_the_summary_says_how_to_give_the_figures_when_there_are_none():
-    c = build_comparison(*_pair())  # type: ignore[arg-type]
+    c = build_comparison(*_pair())
     first = render_compare_summary(c).splitlines()[0]
     assert first.startswith("Service: no throughput or latency figures for either capture")
     assert "--before-load/--after-load" in first
-    one_side = build_comparison(*_pair(), service=(SLOW, None))  # type: ignore[arg-type]
+    one_side = build_comparison(*_pair(), service=(SLOW, None))
     assert "for the after capture" in one_side["service"]["text"]
     assert "--before-load" in render_compare_markdown(copy.deepcopy(one_side))

@@ -130,7 +130,7 @@ def real(tmp_path_factory) -> dict[str, Any]:
         figures(source="locust figures from a.csv", qps=20.0, p50_ms=52.0, p99_ms=80.0),
         figures(source="locust figures from b.csv", qps=120.0, p50_ms=8.0, p99_ms=90.0),
     )
-    comparison = build_comparison(dd, d, service)
+    comparison = build_comparison(dd.report, d.report, service)
     comparison["caveats"] = comparison["caveats"] or ["the host was busier after"]
     f = d.report["findings"]
     comparison["findings"] = {
@@ -155,7 +155,7 @@ def real(tmp_path_factory) -> dict[str, Any]:
     sweep = pool_report(sla=200, peak=100)
     return {
         "report": report,
-        "charts": chart_data(d.analysis),
+        "charts": chart_data(d.report),
         "comparison": comparison,
         "sweep": sweep,
     }

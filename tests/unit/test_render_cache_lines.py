@@ -50,7 +50,7 @@ def with_lines(diag: Diagnosis, table: dict[str, Any], evil: bool = False) -> di
 
 
 def test_the_html_section_shows_the_line_offsets_threads_and_instructions(diag, table):
-    html = render_html(with_lines(diag, table), chart_data(diag.analysis))
+    html = render_html(with_lines(diag, table), chart_data(diag.report))
     (ln,) = table["lines"]
     section = html[html.index('id="cache-lines"') :]
     assert ln["line"] in section and "false sharing" in section
@@ -64,7 +64,7 @@ def test_the_html_section_shows_the_line_offsets_threads_and_instructions(diag, 
 
 
 def test_without_the_collector_the_section_says_how_to_get_it(diag):
-    html = render_html(diag.report, chart_data(diag.analysis))
+    html = render_html(diag.report, chart_data(diag.report))
     section = html[html.index('id="cache-lines"') :]
     assert "Not measured" in section.split("</section>")[0]
     assert "--false-sharing" in section.split("</section>")[0]
@@ -73,7 +73,7 @@ def test_without_the_collector_the_section_says_how_to_get_it(diag):
 
 def test_target_names_in_the_section_never_become_markup(diag, table):
     rep = with_lines(diag, table, evil=True)
-    html = render_html(rep, chart_data(diag.analysis))
+    html = render_html(rep, chart_data(diag.report))
     p = Page(html)
     assert [t for t, _ in p.tags].count("script") == 3
     assert "<script>alert" not in html

@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from diagnose.analyse.model import Analysis
 from diagnose.render.charts import (
     STATE_COLORS,
     chart_data,
@@ -15,8 +14,21 @@ from diagnose.render.charts import (
     switches_figure,
     timeline_figure,
 )
+from diagnose.render.model import stack_section
 
 STATES = list(STATE_COLORS)
+
+
+def _report(
+    metrics: dict, unmeasured: dict, flames: dict | None = None, series: dict | None = None
+) -> dict:
+    """The parts of a report dict the charts read."""
+    return {
+        "metrics": metrics,
+        "unmeasured": unmeasured,
+        "stacks": stack_section(flames or {}),
+        "series": series or {},
+    }
 
 
 def timeline(threads: list[str], z: list[list[int]]) -> dict:
@@ -83,7 +95,7 @@ def test_cpus_are_lines_for_a_few_and_a_heatmap_for_many():
 
 def test_what_was_not_measured_says_why():
     # GIVEN an analysis of a bundle without /proc or py-spy data
-    a = Analysis(
+    a = _report(
         metrics={"oncpu_samples": None},
         unmeasured={
             "busy_share_running": "proc unavailable: /proc is not mounted",
@@ -91,8 +103,6 @@ def test_what_was_not_measured_says_why():
             "threads_python": "pyspy failed: py-spy exited with 1",
             "host_cpu_util": "proc unavailable: /proc is not mounted",
         },
-        per_thread=None,
-        thread_time=None,
     )
     data = chart_data(a)
     json.dumps(data, allow_nan=False)  # JSON-ready
@@ -109,11 +119,9 @@ def test_what_was_not_measured_says_why():
 
 @pytest.mark.parametrize("source, unit", [("py-spy", "s"), ("perf+py-spy", "samples")])
 def test_on_cpu_unit_follows_its_source(source, unit):
-    a = Analysis(
+    a = _report(
         metrics={"oncpu_source": source},
         unmeasured={},
-        per_thread=None,
-        thread_time=None,
         flames={"cpu": [(("thread (1): a", "f (a.py:1)"), 2.0)]},
     )
     cpu = chart_data(a)["flames"]["cpu"]
@@ -125,11 +133,9 @@ def test_merged_view_adds_up_the_threads():
         (("thread (1): a", "serve (s.py:1)", "predict (m.py:2)"), 2.0),
         (("thread (2): b", "serve (s.py:1)", "predict (m.py:2)"), 3.0),
     ]
-    a = Analysis(
+    a = _report(
         metrics={},
         unmeasured={},
-        per_thread=None,
-        thread_time=None,
         flames={"wall": stacks, "waits": [(("lock wait", *st), w) for st, w in stacks]},
     )
     flames = chart_data(a)["flames"]

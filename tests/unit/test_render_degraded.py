@@ -78,7 +78,7 @@ def test_every_renderer_says_what_is_missing(case, tmp_path):
     # WHEN it is diagnosed and rendered
     d = diagnose(root)
     json.dumps(d.report, allow_nan=False)
-    html = render_html(d.report, chart_data(d.analysis))
+    html = render_html(d.report, chart_data(d.report))
     markdown = render_markdown(d.report)
     summary = render_summary(d.report, "report.html", width=100)
     # THEN each output is complete and says why something is missing

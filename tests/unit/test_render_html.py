@@ -55,7 +55,7 @@ def diag() -> Diagnosis:
 
 @pytest.fixture(scope="module")
 def page(diag) -> tuple[str, Page]:
-    html = render_html(diag.report, chart_data(diag.analysis))
+    html = render_html(diag.report, chart_data(diag.report))
     return html, Page(html)
 
 
@@ -140,7 +140,7 @@ def test_target_text_never_becomes_markup(diag):
         lock["site"] = EVIL
         for w in lock["waiter_threads"]:
             w["name"] = EVIL
-    charts = chart_data(diag.analysis)
+    charts = chart_data(diag.report)
     charts["flames"]["wall"]["tree"]["label"][1] = EVIL
     # WHEN it is rendered
     html = render_html(rep, charts)
@@ -157,7 +157,7 @@ def test_target_text_never_becomes_markup(diag):
 def test_long_names_are_cut(diag):
     rep = copy.deepcopy(diag.report)
     rep["verdict"]["headline"] = "x" * 100_000
-    html = render_html(rep, chart_data(diag.analysis))
+    html = render_html(rep, chart_data(diag.report))
     assert not re.search("x{2000}", html)
 
 
@@ -178,7 +178,7 @@ def test_a_badge_colour_says_how_much_to_act_not_which_category(
     report["verdict"].update(primary=primary, confidence=confidence)
     for f in report["findings"]:
         f["advisory"] = True
-    html = render_html(report, chart_data(diag.analysis))
+    html = render_html(report, chart_data(diag.report))
     verdict = re.search(r'<span class="cat-badge cat-(\w+) sev-(\w+)"', html)
     assert verdict is not None and verdict.groups() == (primary, severity)
     # the findings here are all advisory: amber, whatever their category

@@ -353,7 +353,7 @@ def test_the_longest_note_reaches_every_report_whole():
     report["target"]["note"] = note
     outputs = {
         "md": render_markdown(report),
-        "html": render_html(report, chart_data(d.analysis)),
+        "html": render_html(report, chart_data(d.report)),
         "terminal": render_summary(report, None, width=200),
     }
     # THEN none cuts it: the last process named and the count of the others are there
