@@ -7,66 +7,19 @@ the traceback, so it can be reported.
 
 from __future__ import annotations
 
-import sys
-from typing import Any
+from diagnose.cli.group import DiagnoseGroup, main
 
-import click
-
-from diagnose import __version__
-from diagnose.errors import DiagnoseError, ExitCode
-from diagnose.escape import term
-
-
-class DiagnoseGroup(click.Group):
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except DiagnoseError as exc:
-            # one line, whatever the message quotes (a bundle's field names, a path)
-            click.echo(f"diagnose: error: {term(str(exc), 2000)}", err=True)
-            ctx.exit(int(exc.exit_code))
-        except KeyboardInterrupt:
-            click.echo("diagnose: interrupted", err=True)
-            ctx.exit(int(ExitCode.INTERRUPTED))
-        except BrokenPipeError:
-            sys.stderr.close()
-            ctx.exit(0)
-
-    def main(self, *args: Any, **kwargs: Any) -> Any:
-        # click's own usage errors exit 2 already, which is ExitCode.USAGE
-        assert int(ExitCode.USAGE) == 2
-        return super().main(*args, **kwargs)
-
-
-@click.group(
-    cls=DiagnoseGroup,
-    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+# each command module adds its command to ``main`` (they import ``main`` from cli.group, so
+# nothing imports this package back)
+from diagnose.cli import (  # noqa: F401  # isort: skip
+    attach,
+    compare,
+    demo,
+    doctor,
+    report,
+    rules_cmd,
+    run,
+    sweep,
 )
-@click.version_option(__version__, prog_name="diagnose")
-def main() -> None:
-    """Find why an AI inference service collapses under concurrency.
 
-    \b
-    diagnose attach PID        capture a running process and diagnose it
-    diagnose run -- CMD ...    start a command, diagnose it, stop it
-    diagnose report BUNDLE     re-render a bundle's report (after editing rules, say)
-    diagnose compare OLD NEW   what changed between two bundles (one variable at a time)
-    diagnose sweep PID --load  stepped load test: the knee, a verdict per step, capacity
-    diagnose demo              run it all on a bundled sample workload
-    """
-
-
-def _register() -> None:
-    from diagnose.cli import (  # noqa: F401
-        attach,
-        compare,
-        demo,
-        doctor,
-        report,
-        rules_cmd,
-        run,
-        sweep,
-    )
-
-
-_register()
+__all__ = ["DiagnoseGroup", "main"]

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-from diagnose.cli import main
 from diagnose.cli.common import (
     Progress,
     after_capture_options,
@@ -16,6 +15,7 @@ from diagnose.cli.common import (
     make_options,
     report_capture,
 )
+from diagnose.cli.group import main
 from diagnose.collect.session import capture
 from diagnose.report import parse_formats
 

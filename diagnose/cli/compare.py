@@ -10,8 +10,8 @@ from typing import Any
 import click
 
 from diagnose.bundle.reader import Bundle
-from diagnose.cli import main
 from diagnose.cli.common import rules_option
+from diagnose.cli.group import main
 from diagnose.compare import compare as compare_bundles
 from diagnose.compare import open_comparison, write_comparison
 from diagnose.errors import DiagnoseError, ExitCode, UsageError

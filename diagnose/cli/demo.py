@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
-from diagnose.cli import main
 from diagnose.cli.common import Progress, bundle_dir_callback
+from diagnose.cli.group import main
 from diagnose.collect.base import CaptureOptions
 from diagnose.collect.session import validate_options
 from diagnose.demo import DEFAULT_SAMPLE, available_samples, check_sample, run_demo, sample_summary

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from diagnose.cli import main
+from diagnose.cli.group import main
 from diagnose.doctor import diagnose_host, render_text
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from diagnose.cli import main
 from diagnose.cli.common import rules_option
+from diagnose.cli.group import main
 from diagnose.errors import UsageError
 from diagnose.escape import term
 from diagnose.render.sweep import render_sweep_summary

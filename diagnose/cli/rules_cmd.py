@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from diagnose.cli import main
+from diagnose.cli.group import main
 from diagnose.errors import ExitCode
 from diagnose.render.text import plain
 from diagnose.verdict.ruleset import BrokenRule, check_dir, load_rules

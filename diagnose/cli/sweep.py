@@ -6,14 +6,15 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import click
 
-from diagnose.cli import main
 from diagnose.cli.common import Progress, make_options, rules_option
+from diagnose.cli.group import main
 from diagnose.collect.registry import COLLECTORS
 from diagnose.errors import DiagnoseError, ExitCode, UsageError
 from diagnose.render.sweep import render_sweep_summary, step_line, table_header
@@ -191,32 +192,14 @@ def sweep(
     )
     fmts = parse_formats(formats)
     progress = Progress()
-    multi = len(plan.settings) > 1
-    header_done = [False]
-
-    def on_step(setting: Setting, step: dict[str, Any], report: dict[str, Any] | None) -> None:
-        progress.done()
-        if not header_done[0]:
-            click.echo(table_header(multi), err=as_json)
-            header_done[0] = True
-        click.echo(step_line(step, report, setting.name if multi else None), err=as_json)
-
-    runner = Sweep(plan, progress, on_step)
+    runner = Sweep(plan, progress, _step_printer(len(plan.settings) > 1, progress, as_json))
     click.echo(
         f"diagnose sweep: {len(plan.steps)} steps ({', '.join(map(str, plan.steps))} users) x "
         f"{runner.driver.window(step_duration):g} s after a {warmup:g} s warm-up each, "
         f"{len(plan.settings)} setting(s), load by {plan.load.tool}; into {plan.out}",
         err=True,
     )
-    try:
-        record = runner.run()
-    except DiagnoseError:
-        progress.done()
-        if runner.any_figures:  # what was measured is never lost: report it, then fail
-            with contextlib.suppress(DiagnoseError):
-                write_sweep_reports(plan.out, fmts, rules_dirs)
-        raise
-    progress.done()
+    record = _run(runner, fmts, progress)
     model, paths = write_sweep_reports(plan.out, fmts, rules_dirs, progress=progress)
     progress.done()
     if as_json:
@@ -226,3 +209,34 @@ def sweep(
         click.echo(render_sweep_summary(model, str(main_path)))
     if sweep_is_partial(record):
         sys.exit(int(ExitCode.PARTIAL))
+
+
+def _step_printer(
+    multi: bool, progress: Progress, as_json: bool
+) -> Callable[[Setting, dict[str, Any], dict[str, Any] | None], None]:
+    """One table row per finished step (the header before the first): on stderr with
+    --json, whose stdout is the JSON alone."""
+    header_done = [False]
+
+    def on_step(setting: Setting, step: dict[str, Any], report: dict[str, Any] | None) -> None:
+        progress.done()
+        if not header_done[0]:
+            click.echo(table_header(multi), err=as_json)
+            header_done[0] = True
+        click.echo(step_line(step, report, setting.name if multi else None), err=as_json)
+
+    return on_step
+
+
+def _run(runner: Sweep, fmts: list[str], progress: Progress) -> dict[str, Any]:
+    """Run the sweep; on an error, report the steps measured (never lost), then fail."""
+    try:
+        record = runner.run()
+    except DiagnoseError:
+        progress.done()
+        if runner.any_figures:
+            with contextlib.suppress(DiagnoseError):
+                write_sweep_reports(runner.plan.out, fmts, runner.plan.rules_dirs)
+        raise
+    progress.done()
+    return record

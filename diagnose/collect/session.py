@@ -248,14 +248,7 @@ def _capture_locked(
     if writer is None:
         writer = BundleWriter.create(out or default_out_dir(target.pid), default_name=out is None)
     out = writer.location
-    free = writer.free_bytes()
-    if free < options.min_free_bytes:
-        writer.discard()
-        raise OutputError(
-            f"only {free // (1024 * 1024)} MiB free on the disk of {out}; diagnose keeps at "
-            f"least {options.min_free_bytes // (1024 * 1024)} MiB free (choose another --out)"
-        )
-    started_wall = datetime.now(timezone.utc)
+    _check_free_space(writer, options)
     t0 = time.monotonic()
     ctx = CaptureContext(
         target=target,
@@ -265,7 +258,64 @@ def _capture_locked(
         deadline=t0 + READY_TIMEOUT + options.duration,  # until the window opens
     )
     collectors = build_collectors(options.collectors)
-    manifest = Manifest(
+    manifest = _first_manifest(target, options, command, t0)
+    writer.write_manifest(manifest)
+    writer.reserve(RESERVE_BYTES)
+    stopped_before = any(s == "T" for s in _thread_states(target.pid).values())
+    records: dict[str, CollectorRecord] = {}
+    running: list[Collector] = []
+    since: dict[str, float | None] = {}  # collector -> monotonic time it began recording
+    ended_by = "duration"
+    try:
+        with _Signals(ctx.stop_event) as sig:
+            _start_collectors(ctx, collectors, records, running, since)
+            manifest.collectors = {**records}
+            manifest.capture["running"] = [c.name for c in running]
+            writer.write_manifest(manifest)
+            _open_window(ctx, running, since, progress)
+            manifest.capture["window_start_s"] = round(ctx.window_start_s(), 3)
+            writer.write_manifest(manifest)
+            if on_started is not None:
+                on_started()
+            ended_by = _wait(ctx, running, writer, progress)
+            ctx.ended_at = time.monotonic()
+            if sig.received:
+                ended_by = f"interrupted ({sig.received})"
+            for c in running:
+                with contextlib.suppress(Exception):
+                    c.stop()
+            writer.release_reserve()  # room to finish the bundle, should the disk be full
+            if not _finish_collectors(ctx, running, records):
+                ended_by = "disk_full"
+    finally:
+        kill_all_children()
+        writer.release_reserve()
+        note = ensure_not_stopped(target.pid, stopped_before)
+        manifest.collectors = {c.name: records[c.name] for c in collectors if c.name in records}
+        _record_windows(ctx, running, since, records)
+        _close_manifest(manifest, ctx, ended_by, note)
+        with contextlib.suppress(OutputError):
+            writer.write_manifest(manifest)
+    return CaptureResult(out, manifest, target, writer)
+
+
+def _check_free_space(writer: BundleWriter, options: CaptureOptions) -> None:
+    free = writer.free_bytes()
+    if free < options.min_free_bytes:
+        writer.discard()
+        raise OutputError(
+            f"only {free // (1024 * 1024)} MiB free on the disk of {writer.location}; diagnose "
+            f"keeps at least {options.min_free_bytes // (1024 * 1024)} MiB free (choose "
+            "another --out)"
+        )
+
+
+def _first_manifest(
+    target: Target, options: CaptureOptions, command: list[str] | None, t0: float
+) -> Manifest:
+    """The manifest as the capture starts (state ``capturing``)."""
+    started_wall = datetime.now(timezone.utc)
+    return Manifest(
         tool_version=__version__,
         target=target_record(target),
         host={
@@ -287,89 +337,79 @@ def _capture_locked(
         },
         csv_text=CSV_GUARDED,
     )
-    writer.write_manifest(manifest)
-    writer.reserve(RESERVE_BYTES)
-    stopped_before = any(s == "T" for s in _thread_states(target.pid).values())
-    records: dict[str, CollectorRecord] = {}
-    running: list[Collector] = []
-    since: dict[str, float | None] = {}  # collector -> monotonic time it began recording
-    ended_by = "duration"
-    try:
-        with _Signals(ctx.stop_event) as sig:
-            for c in collectors:
-                try:
-                    reason = c.probe(ctx)
-                except CollectorFailed as exc:
-                    records[c.name] = CollectorRecord(c.name, CollectorStatus.FAILED, str(exc))
-                    continue
-                if reason:
-                    records[c.name] = CollectorRecord(c.name, CollectorStatus.UNAVAILABLE, reason)
-                    continue
-                try:
-                    c.start(ctx)
-                    running.append(c)
-                    since[c.name] = None if c.slow_start else time.monotonic()
-                except Exception as exc:  # a collector must never take the capture down
-                    records[c.name] = CollectorRecord(
-                        c.name, CollectorStatus.FAILED, f"could not start: {exc}"
-                    )
-            manifest.collectors = {**records}
-            manifest.capture["running"] = [c.name for c in running]
-            writer.write_manifest(manifest)
-            _open_window(ctx, running, since, progress)
-            manifest.capture["window_start_s"] = round(ctx.window_start_s(), 3)
-            writer.write_manifest(manifest)
-            if on_started is not None:
-                on_started()
-            ended_by = _wait(ctx, running, writer, progress)
-            ctx.ended_at = time.monotonic()
-            if sig.received:
-                ended_by = f"interrupted ({sig.received})"
-            for c in running:
-                with contextlib.suppress(Exception):
-                    c.stop()
-            writer.release_reserve()  # room to finish the bundle, should the disk be full
-            for c in running:
-                finish_t = time.monotonic()
-                try:
-                    records[c.name] = c.finish(ctx, timeout=30)
-                    # what converting its output cost: time to verdict, per collector
-                    records[c.name].details["finish_s"] = round(time.monotonic() - finish_t, 3)
-                except OutputError as exc:
-                    records[c.name] = CollectorRecord(c.name, CollectorStatus.FAILED, str(exc))
-                    ended_by = "disk_full"
-                except Exception as exc:
-                    records[c.name] = CollectorRecord(
-                        c.name,
-                        CollectorStatus.FAILED,
-                        f"internal error while finishing: {type(exc).__name__}: {exc}",
-                    )
-    finally:
-        kill_all_children()
-        writer.release_reserve()
-        note = ensure_not_stopped(target.pid, stopped_before)
-        ended_wall = datetime.now(timezone.utc)
-        now = time.monotonic()
-        sampled_until = ctx.ended_at if ctx.ended_at is not None else now
-        manifest.collectors = {c.name: records[c.name] for c in collectors if c.name in records}
-        _record_windows(ctx, running, since, records)
-        manifest.capture.update(
-            {
-                "ended": ended_wall.isoformat(timespec="milliseconds"),
-                # the measured window (from window_start_s, when every collector recorded);
-                # converting the helpers' outputs afterwards is finish_s
-                "duration_actual": round(sampled_until - t0 - ctx.window_start_s(), 3),
-                "finish_s": round(now - sampled_until, 3),
-                "ended_by": ended_by,
-            }
-        )
-        manifest.capture.pop("running", None)
-        if note:
-            manifest.capture["safety_note"] = note
-        manifest.state = "complete"
-        with contextlib.suppress(OutputError):
-            writer.write_manifest(manifest)
-    return CaptureResult(out, manifest, target, writer)
+
+
+def _start_collectors(
+    ctx: CaptureContext,
+    collectors: list[Collector],
+    records: dict[str, CollectorRecord],
+    running: list[Collector],
+    since: dict[str, float | None],
+) -> None:
+    """Probe and start each collector: started ones go to ``running``, the others to
+    ``records`` with why (unavailable, or failed)."""
+    for c in collectors:
+        try:
+            reason = c.probe(ctx)
+        except CollectorFailed as exc:
+            records[c.name] = CollectorRecord(c.name, CollectorStatus.FAILED, str(exc))
+            continue
+        if reason:
+            records[c.name] = CollectorRecord(c.name, CollectorStatus.UNAVAILABLE, reason)
+            continue
+        try:
+            c.start(ctx)
+            running.append(c)
+            since[c.name] = None if c.slow_start else time.monotonic()
+        except Exception as exc:  # a collector must never take the capture down
+            records[c.name] = CollectorRecord(
+                c.name, CollectorStatus.FAILED, f"could not start: {exc}"
+            )
+
+
+def _finish_collectors(
+    ctx: CaptureContext, running: list[Collector], records: dict[str, CollectorRecord]
+) -> bool:
+    """Let each stopped collector convert its output into the bundle; False when the disk
+    filled up meanwhile."""
+    room = True
+    for c in running:
+        finish_t = time.monotonic()
+        try:
+            records[c.name] = c.finish(ctx, timeout=30)
+            # what converting its output cost: time to verdict, per collector
+            records[c.name].details["finish_s"] = round(time.monotonic() - finish_t, 3)
+        except OutputError as exc:
+            records[c.name] = CollectorRecord(c.name, CollectorStatus.FAILED, str(exc))
+            room = False
+        except Exception as exc:
+            records[c.name] = CollectorRecord(
+                c.name,
+                CollectorStatus.FAILED,
+                f"internal error while finishing: {type(exc).__name__}: {exc}",
+            )
+    return room
+
+
+def _close_manifest(manifest: Manifest, ctx: CaptureContext, ended_by: str, note: str) -> None:
+    """The manifest's last state: when and why the capture ended, and ``complete``."""
+    ended_wall = datetime.now(timezone.utc)
+    now = time.monotonic()
+    sampled_until = ctx.ended_at if ctx.ended_at is not None else now
+    manifest.capture.update(
+        {
+            "ended": ended_wall.isoformat(timespec="milliseconds"),
+            # the measured window (from window_start_s, when every collector recorded);
+            # converting the helpers' outputs afterwards is finish_s
+            "duration_actual": round(sampled_until - ctx.t0 - ctx.window_start_s(), 3),
+            "finish_s": round(now - sampled_until, 3),
+            "ended_by": ended_by,
+        }
+    )
+    manifest.capture.pop("running", None)
+    if note:
+        manifest.capture["safety_note"] = note
+    manifest.state = "complete"
 
 
 def _open_window(

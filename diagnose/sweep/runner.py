@@ -31,7 +31,7 @@ from diagnose import __version__
 from diagnose.bundle.writer import DIR_MODE, BundleWriter
 from diagnose.collect.base import CaptureOptions
 from diagnose.collect.redact import redact_argv
-from diagnose.collect.session import capture, validate_options
+from diagnose.collect.session import CaptureResult, capture, validate_options
 from diagnose.collect.target import check_trace_access, resolve_target
 from diagnose.errors import DiagnoseError, LoadGeneratorError, OutputError, TargetError, UsageError
 from diagnose.report import write_reports
@@ -322,18 +322,7 @@ class Sweep:
         load_dir = _mkdir(step_dir / "load")
         bundle = step_dir / "bundle"
         window = self.driver.window(plan.step_duration)
-        step: dict[str, Any] = {
-            "users": users,
-            "status": "failed",
-            "reason": "",
-            "dir": self._rel(step_dir),
-            "load_dir": self._rel(load_dir),
-            "bundle": None,
-            "load": None,
-            "generator": None,
-            "window": None,
-            "capture": None,
-        }
+        step = _new_step(users, self._rel(step_dir), self._rel(load_dir))
         run = None
         report = None
         try:
@@ -368,13 +357,7 @@ class Sweep:
                 step["bundle"] = None
                 return step
             cap = result.manifest.capture
-            step["capture"] = {
-                "ended_by": cap.get("ended_by"),
-                "partial": result.partial,
-                "started": cap.get("started"),
-                "seconds": cap.get("duration_actual"),
-                "pid": result.target.pid,
-            }
+            step["capture"] = _capture_record(result)
             if "watch" in went:
                 step["generator"] = went["watch"].result()
             if str(cap.get("ended_by", "")).startswith("interrupted"):
@@ -386,32 +369,12 @@ class Sweep:
                 raise StepFailed(f"the load window did not start: {why}")
             figures = run.finish()
             step["load"] = figures.to_dict()
-            # the measured window: from when every collector recorded (window_start_s)
-            cap_start = float(cap.get("monotonic_start", 0.0)) + float(
-                cap.get("window_start_s") or 0.0
-            )
-            cap_end = cap_start + float(cap.get("duration_actual") or 0)
-            covered = min(cap_end, went["at"] + figures.seconds) - went["at"]
-            lead = went["at"] - cap_start
+            step["window"] = _load_window(cap, went["at"], went["wall"], figures.seconds)
+            # the capture starts this much before the load next time (bounded)
+            lead = step["window"]["capture_lead_s"]
             self.lead = min(LEAD_BOUNDS_S[1], max(LEAD_BOUNDS_S[0], 1.25 * lead + 0.5))
-            step["window"] = {
-                "load_start": went["wall"],
-                "load_seconds": figures.seconds,
-                "capture_lead_s": round(lead, 3),
-                "capture_covers": round(max(0.0, covered) / figures.seconds, 3)
-                if figures.seconds
-                else None,
-            }
             self.any_figures = True
-            if cap.get("ended_by") == "target_exited":
-                step["status"] = "partial"
-                step["reason"] = "the service exited during the capture"
-                step["target_gone"] = True
-            elif result.partial:
-                step["status"] = "partial"
-                step["reason"] = "the capture is partial (a collector failed): see its report"
-            else:
-                step["status"] = "ok"
+            _settle(step, cap.get("ended_by"), result.partial)
         except StepFailed as exc:
             step["reason"] = str(exc)
         except KeyboardInterrupt:
@@ -452,3 +415,60 @@ def sweep_is_partial(record: dict[str, Any]) -> bool:
     if any(k != "ok" for k in counts):
         return True
     return any(s.get("stopped_early") for s in record.get("settings", []))
+
+
+def _new_step(users: int, step_dir: str, load_dir: str) -> dict[str, Any]:
+    """A step's record before it ran: failed until it proves otherwise."""
+    return {
+        "users": users,
+        "status": "failed",
+        "reason": "",
+        "dir": step_dir,
+        "load_dir": load_dir,
+        "bundle": None,
+        "load": None,
+        "generator": None,
+        "window": None,
+        "capture": None,
+    }
+
+
+def _capture_record(result: CaptureResult) -> dict[str, Any]:
+    cap = result.manifest.capture
+    return {
+        "ended_by": cap.get("ended_by"),
+        "partial": result.partial,
+        "started": cap.get("started"),
+        "seconds": cap.get("duration_actual"),
+        "pid": result.target.pid,
+    }
+
+
+def _load_window(
+    cap: dict[str, Any], load_at: float, load_wall: Any, load_seconds: float
+) -> dict[str, Any]:
+    """Where the load window sat in the capture: how long the capture ran before it, and
+    the share of the load window the measured window covers."""
+    # the measured window: from when every collector recorded (window_start_s)
+    cap_start = float(cap.get("monotonic_start", 0.0)) + float(cap.get("window_start_s") or 0.0)
+    cap_end = cap_start + float(cap.get("duration_actual") or 0)
+    covered = min(cap_end, load_at + load_seconds) - load_at
+    return {
+        "load_start": load_wall,
+        "load_seconds": load_seconds,
+        "capture_lead_s": round(load_at - cap_start, 3),
+        "capture_covers": round(max(0.0, covered) / load_seconds, 3) if load_seconds else None,
+    }
+
+
+def _settle(step: dict[str, Any], ended_by: Any, partial: bool) -> None:
+    """A step whose load window ran: ok, or partial and why."""
+    if ended_by == "target_exited":
+        step["status"] = "partial"
+        step["reason"] = "the service exited during the capture"
+        step["target_gone"] = True
+    elif partial:
+        step["status"] = "partial"
+        step["reason"] = "the capture is partial (a collector failed): see its report"
+    else:
+        step["status"] = "ok"
