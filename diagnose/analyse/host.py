@@ -154,3 +154,60 @@ def _cpu_list(cpus: list[int]) -> str:
         if c is not None:
             start = prev = c
     return ",".join(out)
+
+
+#: neighbours named in host_neighbour_names, busiest first
+NAMED_NEIGHBOURS = 3
+
+
+def host_processes(ctx: Context) -> None:
+    """Step: whose the other processes' CPU was (proc/host.csv): the target's clients on this
+    host (a load generator), its own service's other processes (pre-fork workers), or
+    neighbours. A run-queue wait the clients cause is the test set-up's; only neighbours
+    "take the cores" (rules/scheduling.toml)."""
+    h, m = ctx.data.host_procs, ctx.metrics
+    cores = m.get("cores_available")
+    if h is None or h.empty or not cores:
+        return
+    first, last = float(h["t"].min()), float(h["t"].max())
+    if last <= first:
+        return
+    cpu_at_first: dict[int, float] = {}  # a process not there at the first scan: from 0
+    cpu_last: dict[int, float] = {}
+    comm: dict[int, str] = {}
+    role: dict[int, str] = {}
+    cols = [
+        h[c].tolist() if c in h else [""] * len(h) for c in ("t", "pid", "comm", "cpu_s", "role")
+    ]
+    for t, pid, name, cpu, r in sorted(zip(*cols, strict=True), key=lambda row: row[0]):
+        pid = int(pid)
+        if t == first:
+            cpu_at_first[pid] = float(cpu)
+        cpu_last[pid] = float(cpu)
+        comm[pid] = "" if pd.isna(name) else str(name)
+        if isinstance(r, str) and r:
+            role[pid] = r
+    used = {
+        pid: max(0.0, cpu - cpu_at_first.get(pid, 0.0)) / (last - first)
+        for pid, cpu in cpu_last.items()
+    }
+    per_role: dict[str, float] = {}
+    for pid, cores_used in used.items():
+        r = role.setdefault(pid, "other")
+        per_role[r] = per_role.get(r, 0.0) + cores_used
+    for name, metric in (
+        ("client", "host_client_cpu_share"),
+        ("service", "host_service_cpu_share"),
+        ("other", "host_neighbour_cpu_share"),
+    ):
+        m[metric] = rounded(per_role.get(name, 0.0) / cores, 3)
+    busy = sorted((p for p in used if used[p] >= 0.01), key=lambda p: (-used[p], p))
+
+    def names(r: str, limit: int | None = None) -> str:
+        return ", ".join(f"{comm[p]} ({p})" for p in [p for p in busy if role[p] == r][:limit])
+
+    m["host_client_names"] = names("client")
+    m["host_neighbour_names"] = names("other", NAMED_NEIGHBOURS)
+    ctx.out.extra["host_processes"] = [
+        {"pid": p, "comm": comm[p], "role": role[p], "cores": round(used[p], 3)} for p in busy[:10]
+    ]

@@ -44,6 +44,7 @@ class BundleData:
     perf_stat: str | None = None  # native/perf-stat.csv
     fs_samples: pd.DataFrame | None = None  # false_sharing/samples.csv
     fs_code: dict[str, Any] | None = None  # false_sharing/code.json
+    host_procs: pd.DataFrame | None = None  # proc/host.csv: other processes' CPU
 
     @property
     def machine(self) -> str:
@@ -116,6 +117,7 @@ def load(bundle: Bundle) -> BundleData:
         sched_futex=futex,
         sched_stacks=sched_stacks,
         c2c=_c2c(bundle, missing),
+        host_procs=_host_procs(bundle, missing),
         perf_stat=_perf_stat(bundle, missing),
         **_false_sharing(bundle, missing),
     )
@@ -160,6 +162,27 @@ def _proc(bundle: Bundle, missing: dict[str, str]) -> Tables3:
         missing["proc"] = "proc/threads.csv has no rows"
         return None, process, cpus
     return threads, process, cpus
+
+
+def _host_procs(bundle: Bundle, missing: dict[str, str]) -> pd.DataFrame | None:
+    """proc/host.csv, written by the /proc sampler since it scans the host's processes."""
+    if not bundle.usable("proc"):
+        missing["host_procs"] = collector_reason(bundle, "proc")
+        return None
+    if not bundle.has("proc/host.csv"):
+        missing["host_procs"] = (
+            "the bundle has no proc/host.csv (recorded before diagnose scanned other processes)"
+        )
+        return None
+    try:
+        return bundle.table(
+            "proc/host.csv",
+            ["t", "pid", "cpu_s"],
+            {"t": "float", "pid": "int", "cpu_s": "float"},
+        )
+    except BadBundle as exc:
+        missing["host_procs"] = str(exc)
+        return None
 
 
 def _pyspy(

@@ -39,6 +39,7 @@ STEPS: tuple[Step, ...] = (
     host.system_metrics,
     host.process_metrics,
     host.cpu_metrics,
+    host.host_processes,
     # thread states: settled once (native mutex waits included), read by every step below
     threads.thread_states,
     threads.thread_metrics,

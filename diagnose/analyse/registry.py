@@ -126,6 +126,38 @@ CATALOGUE: tuple[MetricDef, ...] = (
         "proc,system",
         "host_other_cpu_share - tool_cpu_share: the share of the usable CPUs busy with processes other than the target and diagnose.",
     ),
+    _def(
+        "host_client_cpu_share",
+        "share",
+        "proc,host_procs,system",
+        "Share of the usable CPUs used by the target's clients on the same host: processes holding a TCP connection to a port the target listens on (a load generator, a proxy) (proc/host.csv).",
+    ),
+    _def(
+        "host_service_cpu_share",
+        "share",
+        "proc,host_procs,system",
+        "Share of the usable CPUs used by the target's own service besides the target: processes holding one of its listening sockets (the other workers of a pre-fork server, its master).",
+    ),
+    _def(
+        "host_neighbour_cpu_share",
+        "share",
+        "proc,host_procs,system",
+        "Share of the usable CPUs used by every other process (neither the target, nor diagnose, nor the target's clients or service): neighbours that take the cores.",
+    ),
+    _def(
+        "host_client_names",
+        "text",
+        "proc,host_procs",
+        "The target's clients on the same host that used CPU, busiest first: 'comm (PID)', comma-separated ('' when none did).",
+        kind="text",
+    ),
+    _def(
+        "host_neighbour_names",
+        "text",
+        "proc,host_procs",
+        "The neighbours that used most CPU, busiest first, up to three: 'comm (PID)'.",
+        kind="text",
+    ),
     _def("rss_mb", "MiB", "proc", "Resident memory of the target at the end of the window."),
     _def(
         "rss_growth_mb_per_min",

@@ -2,7 +2,8 @@
 
 One row per thread per tick in ``proc/threads.csv`` (a tidy time series pandas loads as it
 is), one row per tick in ``proc/process.csv``, one row per CPU per tick in
-``proc/cpus.csv``. Rows are streamed and flushed every tick, so memory stays flat however
+``proc/cpus.csv``, and every 2 s the other processes' CPU time in ``proc/host.csv``
+(collect/hostprocs.py). Rows are streamed and flushed every tick, so memory stays flat however
 long the capture, and a capture cut short keeps every complete tick.
 
 Cost: files are kept open and re-read with ``pread`` (about 3 us a read here, against 12 us
@@ -24,6 +25,7 @@ from typing import Any
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
 from diagnose.collect.base import CaptureContext, Collector
 from diagnose.collect.child import live_children
+from diagnose.collect.hostprocs import HOST_COLUMNS, HOST_SCAN_EVERY_S, HostScan
 from diagnose.collect.procfs import (
     CLK_TCK,
     parse_proc_stat_cpus,
@@ -199,10 +201,13 @@ class ProcSampler(Collector):
         w = ctx.writer
         files: dict[int, _ThreadFiles] = {}
         no_fd_tids: set[int] = set()
+        host = HostScan(pid)
+        next_scan = 0.0
         with (
             w.open_rows("proc/threads.csv", THREAD_COLUMNS) as tw,
             w.open_rows("proc/process.csv", PROCESS_COLUMNS) as pw,
             w.open_rows("proc/cpus.csv", CPU_COLUMNS) as cw,
+            w.open_rows("proc/host.csv", HOST_COLUMNS) as hw,
         ):
             self.started_at = ctx.elapsed()
             next_tick = time.monotonic()
@@ -221,6 +226,9 @@ class ProcSampler(Collector):
                     next_tick += period
                     t = round(now - ctx.t0, 4)
                     alive = self._tick(ctx, t, base, files, no_fd_tids, tw, pw, cw)
+                    if now >= next_scan:
+                        self._scan(host, t, hw)
+                        next_scan = now + HOST_SCAN_EVERY_S
                     for rows in (tw, pw, cw):  # whole ticks only, even on a full disk
                         rows.commit()
                     if not alive:
@@ -231,6 +239,9 @@ class ProcSampler(Collector):
                 self.ended_at = ctx.elapsed()
                 for tf in files.values():
                     tf.close()
+                if host.scans:  # the span's end: the last tick's time
+                    with contextlib.suppress(OutputError, OSError):
+                        self._scan(host, round(time.monotonic() - ctx.t0, 4), hw)
 
     def _tick(
         self,
@@ -291,6 +302,11 @@ class ProcSampler(Collector):
                 cw.writerow([t, cpu, busy, total])
         self.ticks += 1
         return True
+
+    def _scan(self, host: HostScan, t: float, hw: Any) -> None:
+        for row in host.scan(t, [os.getpid(), *live_children()]):
+            hw.writerow(row)
+        hw.commit()
 
     def _tool_cpu(self) -> float:
         """What diagnose costs the host so far: this process (the sampler included) and its
@@ -392,7 +408,7 @@ class ProcSampler(Collector):
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
-        files = ["proc/threads.csv", "proc/process.csv", "proc/cpus.csv"]
+        files = ["proc/threads.csv", "proc/process.csv", "proc/cpus.csv", "proc/host.csv"]
         files = [f for f in files if ctx.writer.is_file(f)]
         details: dict[str, object] = {
             "rate_hz": ctx.options.proc_rate,

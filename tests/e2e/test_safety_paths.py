@@ -55,7 +55,7 @@ MEMBERS = sorted(
         *(p.relative_to(FIXTURES / "bundles" / "lock_contention").as_posix()
           for p in (FIXTURES / "bundles" / "lock_contention").rglob("*") if p.is_file()),
         "manifest.json", "system.json", ".reserve", "report.html", "report.md", "report.json",
-        "proc/threads.csv", "proc/process.csv", "proc/cpus.csv",
+        "proc/threads.csv", "proc/process.csv", "proc/cpus.csv", "proc/host.csv",
         *(f"python/{n}" for n in (
             "trace-000.json", "trace-000.stderr", "trace-001.json", "trace-001.stderr",
             "gil-000.folded", "gil-000.stderr", "gil-001.folded", "gil-001.stderr",

@@ -125,6 +125,10 @@ def real(tmp_path_factory) -> dict[str, Any]:
         {"name": "OpenBLAS", "threads": [8], "cpu_share": 0.5, "spin_share": 0.4,
          "fix": "OPENBLAS_NUM_THREADS=1"}
     ]  # fmt: skip
+    report["extra"]["host_processes"] = [
+        {"pid": 5150, "comm": "locust", "role": "client", "cores": 0.8},
+        {"pid": 4242, "comm": "stress", "role": "other", "cores": 0.3},
+    ]
     assert report["broken_rules"], "the broken rule file gave no entry"
     service = (
         figures(source="locust figures from a.csv", qps=20.0, p50_ms=52.0, p99_ms=80.0),

@@ -43,6 +43,8 @@ CROWDED_BY_OTHERS = {
     "host_cpu_util": 1.0,
     "host_other_cpu_share": 0.67,
     "host_foreign_cpu_share": 0.63,
+    "host_neighbour_cpu_share": 0.63,
+    "host_neighbour_names": "stress (4242)",
     "process_share_of_cpu_used": 0.33,
 }
 
@@ -82,7 +84,7 @@ def test_as_many_cpu_bound_threads_as_cores_crowded_by_others_is_cpu_contention(
     assert when("scheduling.oversubscription", m) is False
     assert when("scheduling.cpu_contention", m) is True
     v = expect(m, "scheduling", "cpu_contention")
-    assert "other processes took 63% of the cores" in v.findings[0].summary
+    assert "other processes took 63% of the cores (busiest: stress (4242))" in v.findings[0].summary
 
 
 def test_contention_summary_is_true_of_threads_that_block_on_the_gil():
@@ -99,6 +101,45 @@ def test_contention_summary_is_true_of_threads_that_block_on_the_gil():
         "the target's own demand fits its 2 cores (1.2 of its threads wanted a core at a time "
         "on average, 0 never blocked)"
     ) in summary
+
+
+# Principle: the target's own clients on the host (a load generator) are the test set-up's
+# cost, not neighbours taking the cores: said as advice, never the verdict, so the service's
+# own bottleneck stays first (hand-built: locust on a 2-core host with the service)
+CROWDED_BY_ITS_LOAD = {
+    **CROWDED_BY_OTHERS,
+    "host_neighbour_cpu_share": 0.03,
+    "host_neighbour_names": "",
+    "host_client_cpu_share": 0.6,
+    "host_client_names": "locust (5150)",
+}
+
+
+def test_a_load_generator_on_the_host_is_not_cpu_contention():
+    m = healthy(**CROWDED_BY_ITS_LOAD)
+    assert when("scheduling.cpu_contention", m) is False
+    assert when("scheduling.load_on_host", m) is True
+    v = verdict(m)
+    assert v.primary == "unknown"  # nothing of the service's own: the advice is not a verdict
+    f = next(f for f in v.findings if f.rule.id == "scheduling.load_on_host")
+    assert f.summary.startswith("the target's own clients on this host (locust (5150)) used 60%")
+
+
+def test_the_service_s_own_bottleneck_stays_first_beside_its_load_generator():
+    from tests.unit.test_rules_preprocess import SERIAL
+
+    m = healthy(**{**SERIAL, **CROWDED_BY_ITS_LOAD, "busy_threads_mean": 2.8})
+    v = expect(m, "preprocess", "serial")
+    assert "scheduling.load_on_host" in {f.rule.id for f in v.findings}
+    # the same figures with a neighbour instead of the clients: contention is said first
+    crowded = {**m, "host_neighbour_cpu_share": 0.6, "host_client_cpu_share": 0.03}
+    assert "scheduling.cpu_contention" in fired(crowded)
+    assert "scheduling.load_on_host" not in fired(crowded)
+
+
+def test_a_light_client_on_the_host_is_not_mentioned():
+    m = healthy(**{**CROWDED_BY_ITS_LOAD, "host_client_cpu_share": 0.15})
+    assert when("scheduling.load_on_host", m) is False
 
 
 def test_queueing_on_an_idle_host_is_neither():
@@ -149,7 +190,7 @@ def test_kernel_time_is_an_advisory_for_busy_processes_only():
 
 
 def test_contention_and_overhead_unknown_without_their_measurements():
-    m = healthy(**{**CROWDED_BY_OTHERS, "host_other_cpu_share": None})
+    m = healthy(**{**CROWDED_BY_OTHERS, "host_neighbour_cpu_share": None})
     assert when("scheduling.cpu_contention", m) is UNKNOWN
     m = healthy(runq_to_oncpu_ratio=0.8, tool_cpu_share=None)
     assert when("scheduling.diagnose_overhead", m) is UNKNOWN
