@@ -106,6 +106,8 @@ def verdict_row(rep: dict[str, Any]) -> dict[str, Any]:
         followed_from=rep.get("target", {}).get("followed_from"),
         captured_pid=rep.get("target", {}).get("pid"),
         host_foreign_cpu_share=rep.get("metrics", {}).get("host_foreign_cpu_share"),
+        host_client_cpu_share=rep.get("metrics", {}).get("host_client_cpu_share"),
+        host_neighbour_cpu_share=rep.get("metrics", {}).get("host_neighbour_cpu_share"),
     )
 
 
@@ -203,14 +205,17 @@ def document(
         f"rows `{raw.name}` (each row has the load average at its capture).",
         "",
         "Host busy: the share of the host's CPU that neither the target nor diagnose used during",
-        "the captures (`host_foreign_cpu_share`, median): other work on the same cores (the",
-        "sample's own load generator, locust, counts here too), which diagnose reports first",
+        "the captures (`host_foreign_cpu_share`, median): other work on the same cores. Of it,",
+        "load: what the sample's own load generator used (locust, a process of its own; the",
+        "hand-written samples load themselves in-process), which diagnose recognises as the target's client",
+        "(`host_client_cpu_share`) and reports as advice (scheduling/load_on_host), never as",
+        "the verdict; the rest, neighbours (`host_neighbour_cpu_share`), it reports first",
         "(scheduling/cpu_contention) when the target's threads wait for a core longer than they",
-        "run. On a shared host, read the table with that column.",
+        "run. On a shared host, read the table with those columns (- where not measured).",
         "",
         "| sample | origin | expected | verdicts (category/kind confidence) | host busy "
-        "| right (category) | right |",
-        "|---|---|---|---|---|---|---|",
+        "| load | neighbours | right (category) | right |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     want = {t.name: t.category for t in ts}
     for r in rows:
@@ -224,15 +229,20 @@ def document(
     for t in ts:
         sel = [r for r in rows if r["sample"] == t.name]
         cells = "; ".join(_cell(r) for r in sel)
-        busy = stat([r.get("host_foreign_cpu_share") for r in sel])
-        host = f"{busy.median:.2f}" if busy.n else "-"
-        lines.append(f"| {t.name} | {t.origin} | {t.expected} | {cells} | {host} | {score(sel)} |")
+        shares = []
+        for key in ("host_foreign_cpu_share", "host_client_cpu_share", "host_neighbour_cpu_share"):
+            st = stat([r.get(key) for r in sel])
+            shares.append(f"{st.median:.2f}" if st.n else "-")
+        lines.append(
+            f"| {t.name} | {t.origin} | {t.expected} | {cells} | {' | '.join(shares)} "
+            f"| {score(sel)} |"
+        )
     for origin in ("zoo", "hand-written"):
         names = {t.name for t in ts if t.origin == origin}
         sel = [r for r in rows if r["sample"] in names]
         if sel:
-            lines.append(f"| **{origin} total** | | | | | {score(sel)} |")
-    lines.append(f"| **all** | | | | | {score(rows)} |")
+            lines.append(f"| **{origin} total** | | | | | | | {score(sel)} |")
+    lines.append(f"| **all** | | | | | | | {score(rows)} |")
     lines += [
         "",
         "## Calibration",

@@ -74,6 +74,10 @@ def test_a_threaded_service_with_a_helper_child_is_diagnosed_itself(tmp_path: Pa
     assert report["target"]["note"] == target["note"]
     assert f"Left out: {store[0].pid} ({comm})" in err
     assert f"Left out: {store[0].pid} ({comm})" in (tmp_path / "b" / "report.md").read_text()
+    # and the load generator on this host is known for what it is: the service's client
+    others = {p["pid"]: p for p in report["extra"]["host_processes"]}
+    assert others[load.proc.pid]["role"] == "client", others
+    assert report["metrics"]["host_client_cpu_share"] > 0
 
 
 @pytest.mark.parametrize(
