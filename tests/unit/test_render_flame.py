@@ -195,14 +195,14 @@ def test_thread_and_wait_frames_are_never_changed():
 
 
 def test_the_page_carries_the_other_options_only_where_they_differ():
-    from diagnose.analyse.model import Analysis
+    from diagnose.render.model import stack_section
 
     # GIVEN a wall view with lines to merge, and a waits view without any line or native frame
     wall = [(("thread (1): w", f"f (a.py:{n})", *EVAL, "g (b.py:1)"), 1.0) for n in range(3)]
     waits = [(("lock wait", "thread (1): w", "[unknown]"), 1.0)]
-    a = Analysis(metrics={}, unmeasured={}, per_thread=None, thread_time=None,
-                 flames={"wall": wall, "waits": waits})  # fmt: skip
-    views = flame_views(a)
+    report = {"metrics": {}, "unmeasured": {},
+              "stacks": stack_section({"wall": wall, "waits": waits})}  # fmt: skip
+    views = flame_views(report)
     # THEN the default (both options on) is the view's tree; the others are kept apart
     assert set(views["wall"]["variants"]) == {"10", "01", "00"}
     assert "f" in views["wall"]["tree"]["label"]
