@@ -4,6 +4,7 @@ processes, real py-spy, /proc and perf; marked ``e2e``)."""
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import signal
@@ -33,6 +34,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "/e2e/" in str(item.fspath):
             item.add_marker(pytest.mark.e2e)
+
+
+def require_locust() -> None:
+    """Skip unless locust is installed, without importing it: importing locust runs gevent's
+    monkey.patch_all(), after which every thread of the test process (a capture's
+    collectors run in-process in some tests) is a greenlet, and a lock held across a switch
+    hangs the whole suite."""
+    if importlib.util.find_spec("locust") is None:
+        pytest.skip(
+            "locust is not installed: pip install -e '.[test]' (.ci/run does)",
+            allow_module_level=True,
+        )
 
 
 class Sample:

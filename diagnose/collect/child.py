@@ -153,5 +153,6 @@ def kill_all_children() -> None:
 
 
 def live_children() -> list[int]:
-    with _LIVE_LOCK:
-        return [p.pid for p in _LIVE if p.poll() is None]
+    with _LIVE_LOCK:  # held for the copy only: nothing that can block or switch runs under it
+        procs = list(_LIVE)
+    return [p.pid for p in procs if p.poll() is None]

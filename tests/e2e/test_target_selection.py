@@ -23,6 +23,7 @@ import pytest
 
 from benchmarks.zoo import Running, free_port, running, select, start_load
 from diagnose.collect.proctree import read_tree
+from tests.conftest import require_locust
 from tests.e2e.cli import run_cli, wait_for
 
 PROC_ONLY = ("--collectors", "proc")
@@ -40,7 +41,7 @@ def attach(run: Running | int, out: Path) -> tuple[dict, dict, str]:
 
 
 def test_a_threaded_service_with_a_helper_child_is_diagnosed_itself(tmp_path: Path):
-    pytest.importorskip("locust")
+    require_locust()
     # GIVEN the fraud-scoring service under load: 8 request threads blocked on its feature
     # store, a child process listening on a port of its own
     s = select(["threaded_featurestore_child"])[0]

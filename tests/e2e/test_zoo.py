@@ -15,11 +15,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import psutil
-import pytest
 
 from benchmarks.zoo import Change, Running, measure, select
+from tests.conftest import require_locust
 
-pytest.importorskip("locust")
+require_locust()
 SECONDS = 6.0
 
 
