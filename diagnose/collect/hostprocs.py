@@ -13,7 +13,8 @@ A run-queue wait caused by other processes means different things by who they ar
 The first scan writes every process; later scans only those whose CPU time moved, so the
 file grows with activity, not with the host's process count. A process's relation is read
 once, when it first uses CPU (its sockets: ``/proc/PID/fd`` against its ``net/tcp``).
-Cost measured here: a scan of ~150 processes takes 1-2 ms, every 2 s.
+Cost measured here: a scan of 72 processes took 2.7 ms (median of 20, beside two test
+suites), every 2 s: about 0.15% of a core.
 """
 
 from __future__ import annotations

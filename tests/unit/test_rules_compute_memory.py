@@ -86,10 +86,17 @@ def test_kernels_under_cpu_contention_rank_after_it():
             "runq_to_oncpu_ratio": 2.0,
             "host_cpu_util": 1.0,
             "host_other_cpu_share": 0.67,
+            "host_neighbour_cpu_share": 0.67,
         }
     )
     assert {"compute.kernels", "scheduling.cpu_contention"} <= fired(m)
     assert [r["category"] for r in verdict(m).ranking()] == ["scheduling", "compute"]
+    # the same wait caused by the service's own load generator on the host: the kernels lead,
+    # and the load is said as advice
+    load = {**m, "host_neighbour_cpu_share": 0.02, "host_client_cpu_share": 0.65}
+    v = verdict(load)
+    assert (v.primary, v.kind) == ("compute", "kernels")
+    assert "scheduling.load_on_host" in {f.rule.id for f in v.findings}
 
 
 def test_hot_allocator():

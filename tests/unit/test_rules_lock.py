@@ -16,6 +16,7 @@ CONTENDED = {
     "host_cpu_util": 1.0,
     "host_other_cpu_share": 0.5,
     "host_foreign_cpu_share": 0.43,
+    "host_neighbour_cpu_share": 0.43,  # other sessions on the host: neighbours, not clients
     "process_share_of_cpu_used": 0.49,
     "lock_top_waiters": 8,
     "lock_waiters_max": 7,
