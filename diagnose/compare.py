@@ -38,6 +38,7 @@ from diagnose.errors import UsageError
 from diagnose.formats.stacks import Stack, ThreadFrame
 from diagnose.outcome import judge_in_context, service_change, verdict_words
 from diagnose.render.model import report_flames
+from diagnose.render.schema import Report
 from diagnose.report import (
     OutputTarget,
     diagnose,
@@ -509,8 +510,8 @@ def build_comparison(
 
 
 def compare(
-    before: Path | Bundle,
-    after: Path | Bundle,
+    before: Path | Bundle | Report,
+    after: Path | Bundle | Report,
     rules_dirs: Iterable[Path] = (),
     service: tuple[Mapping[str, Any] | None, Mapping[str, Any] | None] = (None, None),
 ) -> dict[str, Any]:
@@ -521,13 +522,22 @@ def compare(
     return build_comparison(side_report(before, rules), side_report(after, rules), service)
 
 
-def side_report(side: Path | Bundle, rules_dirs: list[Path]) -> dict[str, Any]:
-    """One side of a comparison: a bundle diagnosed, or a report.json read back."""
-    if isinstance(side, Path) and is_report_file(side):
-        if rules_dirs:
+def open_side(side: Path, rules_dirs: Iterable[Path] = ()) -> Bundle | Report:
+    """One side, opened (a bundle) or read and checked (a report.json): what is wrong with
+    either is said before anything is analysed or written."""
+    if is_report_file(side):
+        if list(rules_dirs):
             raise UsageError("--rules judges bundles again: compare the bundles, not reports")
         return load_report(side)
-    return diagnose(side, rules_dirs).report
+    return Bundle.open(side)
+
+
+def side_report(side: Path | Bundle | Report, rules_dirs: list[Path]) -> Report:
+    """One side of a comparison: a bundle diagnosed, or a report.json read back."""
+    if isinstance(side, dict):
+        return side  # read back already (open_side)
+    opened = open_side(side, rules_dirs) if isinstance(side, Path) else side
+    return opened if isinstance(opened, dict) else diagnose(opened, rules_dirs).report
 
 
 FILENAMES = {"html": "compare.html", "md": "compare.md", "json": "compare.json"}

@@ -15,15 +15,17 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 from diagnose.analyse import Analysis, analyse
 from diagnose.bundle.manifest import CollectorStatus
 from diagnose.bundle.reader import Bundle
 from diagnose.bundle.safedir import SafeDir, write_all
+from diagnose.bundle.schema import check_structure
 from diagnose.bundle.writer import dump_json, output_error
 from diagnose.errors import BadBundle, OutputError, UsageError
 from diagnose.render.model import REPORT_SCHEMA, build_report
+from diagnose.render.schema import REPORT, Report
 from diagnose.verdict import judge, load_rules
 
 FORMATS = ("html", "md", "json")
@@ -34,7 +36,7 @@ FILENAMES = {"html": "report.html", "md": "report.md", "json": "report.json"}
 class Diagnosis:
     bundle: Bundle
     analysis: Analysis
-    report: dict[str, Any]
+    report: Report
 
 
 def parse_formats(text: str | Sequence[str]) -> list[str]:
@@ -200,7 +202,7 @@ def write_reports(
     return d, target.paths()
 
 
-def render_reports(report: dict[str, Any], target: OutputTarget, formats: list[str]) -> None:
+def render_reports(report: Report, target: OutputTarget, formats: list[str]) -> None:
     """Write ``report`` (the report dict, as report.json holds it) in ``formats``: every
     renderer reads that dict alone."""
     # the small reports first: on a disk that fills up, they are the ones that fit
@@ -218,7 +220,7 @@ def render_reports(report: dict[str, Any], target: OutputTarget, formats: list[s
             target.write(fmt, render_html(report, chart_data(report)))
 
 
-def report_json(report: dict[str, Any]) -> str:
+def report_json(report: Report) -> str:
     """The report as JSON text, as report.json holds it."""
     return json.dumps(report, indent=1, ensure_ascii=False, allow_nan=False, default=str)
 
@@ -237,7 +239,7 @@ def is_report_file(path: Path) -> bool:
     return path.suffix.lower() == ".json" and not path.is_dir()
 
 
-def load_report(path: Path) -> dict[str, Any]:
+def load_report(path: Path) -> Report:
     """A report.json that diagnose wrote, read back: what ``diagnose report`` re-renders
     and ``diagnose compare`` compares. :class:`BadBundle` (exit 7) for anything else."""
     try:
@@ -257,12 +259,17 @@ def load_report(path: Path) -> dict[str, Any]:
             f"{path} lacks {', '.join(missing)} (written by diagnose "
             f"{data.get('tool_version', '?')}?): run diagnose report on its bundle"
         )
-    return data
+    try:  # depth and numbers, then the type of every field a renderer reads
+        check_structure(data, path.name)
+        REPORT.check(data, "")
+    except BadBundle as exc:
+        raise BadBundle(f"{path} is not a usable report: {exc}") from None
+    return cast(Report, data)
 
 
 def write_report_file(
     path: Path, formats: list[str], out: Path | None = None
-) -> tuple[dict[str, Any], dict[str, Path]]:
+) -> tuple[Report, dict[str, Path]]:
     """Render a report.json again, in ``formats``: next to it, or to ``out``."""
     report = load_report(path)
     with open_directory(path.parent, create=False) as held:

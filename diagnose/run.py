@@ -26,7 +26,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -380,7 +380,7 @@ def run_command(
             exit_ = child.stop(grace, capture_ended=result is not None)
             if result is None:
                 _remove_if_empty(writer)
-    result.manifest.capture["run"] = exit_.to_dict()
+    result.manifest.capture = replace(result.manifest.capture, run=exit_.to_dict())
     try:
         assert result.writer is not None
         result.writer.write_manifest(result.manifest)

@@ -24,7 +24,7 @@ def gil_waiters(ctx: Context) -> None:
         m["gil_waiters_mean"] = rounded(float(counts.mean()), 3) if len(counts) else 0.0
         m["gil_waiters_max"] = int(counts.max()) if len(counts) else 0
     else:
-        m["busy_share_gil"] = None if ctx.data.bundle.manifest.target.get("is_python") else 0.0
+        m["busy_share_gil"] = None if ctx.data.bundle.manifest.target.is_python else 0.0
 
 
 def gil_holders(ctx: Context) -> None:

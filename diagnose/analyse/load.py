@@ -49,7 +49,7 @@ class BundleData:
     @property
     def machine(self) -> str:
         """The machine the bundle was recorded on (``uname -m``): see analyse/arch.py."""
-        return recorded_machine(self.system, self.bundle.manifest.host)
+        return recorded_machine(self.system, self.bundle.manifest.host.to_dict())
 
     @property
     def gil_range(self) -> tuple[int, int] | None:

@@ -56,7 +56,7 @@ def oncpu_samples(ctx: Context) -> None:
         m["oncpu_samples"] = len(samples)
     else:
         pyspy = data.bundle.collector("pyspy").details or {}
-        rate = float(pyspy.get("rate_hz") or data.bundle.manifest.capture.get("rate_hz") or 100)
+        rate = float(pyspy.get("rate_hz") or data.bundle.manifest.capture.rate_hz or 100)
         m["oncpu_samples"] = round(total * rate)
     per_stack: dict[tuple[int, Stack], float] = defaultdict(float)  # each stack once
     for tid, st, w in samples:

@@ -141,7 +141,7 @@ def _thread_counts(ctx: Context, per: pd.DataFrame, window: float) -> None:
         m["threads_native"] = int((~per["python"]).sum())
         m["app_threads_busy"] = int(busy_threads["python"].sum())
         m["native_threads_busy"] = int((~busy_threads["python"]).sum())
-    elif not (data.bundle.manifest.target.get("is_python")):
+    elif not (data.bundle.manifest.target.is_python):
         # not a Python target: every thread is native, and that is a measurement
         m["threads_python"] = 0
         m["threads_native"] = len(per)

@@ -8,6 +8,7 @@ from enum import Enum
 from typing import Any
 
 from diagnose.bundle.schema import check_structure, validate
+from diagnose.bundle.sections import CaptureInfo, HostInfo, TargetInfo
 from diagnose.errors import BadBundle
 
 SCHEMA = "diagnose.bundle"
@@ -65,9 +66,9 @@ class Manifest:
     """The bundle's table of contents. ``state`` is ``capturing`` until the capture ended."""
 
     tool_version: str
-    target: dict[str, Any]
-    host: dict[str, Any]
-    capture: dict[str, Any]
+    target: TargetInfo = field(default_factory=TargetInfo)
+    host: HostInfo = field(default_factory=HostInfo)
+    capture: CaptureInfo = field(default_factory=CaptureInfo)
     collectors: dict[str, CollectorRecord] = field(default_factory=dict)
     state: str = "capturing"  # capturing | complete
     schema: str = SCHEMA
@@ -86,9 +87,9 @@ class Manifest:
             "schema_version": self.schema_version,
             "tool_version": self.tool_version,
             "state": self.state,
-            "target": self.target,
-            "host": self.host,
-            "capture": self.capture,
+            "target": self.target.to_dict(),
+            "host": self.host.to_dict(),
+            "capture": self.capture.to_dict(),
             "collectors": {name: rec.to_dict() for name, rec in self.collectors.items()},
         }
         if self.csv_text:
@@ -133,9 +134,9 @@ class Manifest:
         validate(data, "manifest.json")  # then the type and depth of every field (schema.py)
         return cls(
             tool_version=str(data.get("tool_version", "?")),
-            target=sections["target"],
-            host=sections["host"],
-            capture=sections["capture"],
+            target=TargetInfo.from_dict(sections["target"]),
+            host=HostInfo.from_dict(sections["host"]),
+            capture=CaptureInfo.from_dict(sections["capture"]),
             collectors=collectors,
             state=state,
             schema_version=version,

@@ -237,4 +237,4 @@ def _load_json(directory: SafeDir, rel: str, bundle: Bundle | None = None) -> An
     return validate(doc, rel)
 
 
-_EMPTY = Manifest(tool_version="", target={}, host={}, capture={})
+_EMPTY = Manifest(tool_version="")

@@ -105,14 +105,19 @@ class DictOf(Spec):
 
 @dataclass(frozen=True)
 class Obj(Spec):
-    """An object with known fields (each optional, typed when present) and others free."""
+    """An object with known fields (each optional unless ``required``, typed when present)
+    and others free."""
 
     fields: Mapping[str, Spec] = field(default_factory=dict)
     what: str = "an object"
+    required: frozenset[str] = frozenset()
 
     def check(self, value: Any, where: str) -> None:
         if not isinstance(value, dict):
             _fail(where, self.what, value)
+        missing = sorted(self.required - set(value))
+        if missing:
+            raise BadBundle(f"{where or 'the document'}: lacks {', '.join(missing)}")
         for k, spec in self.fields.items():
             if k in value:
                 spec.check(value[k], f"{where}.{k}" if where else k)
@@ -203,7 +208,7 @@ MANIFEST = Obj(
                 "left_out": ListOf(Obj({"pid": INT, "comm": STR, "why": STR})),
             }
         ),
-        "host": Obj({"hostname": STR, "logical_cpus": Opt(INT)}),
+        "host": Obj({"hostname": STR, "logical_cpus": Opt(INT), "machine": STR}),
         "capture": Obj(
             {
                 "started": STR,

@@ -232,14 +232,14 @@ def report_capture(
 def _cut_short_by_disk(result: CaptureResult) -> str:
     """Why the disk ended the capture early (exit code 6), or ""."""
     capture = result.manifest.capture
-    ended_by = capture.get("ended_by")
+    ended_by = capture.ended_by
     if ended_by not in ("disk_budget", "disk_full"):
         return ""
     why = (
         "the bundle reached --max-bundle-mb" if ended_by == "disk_budget" else "the disk filled up"
     )
     return (
-        f"the capture stopped after {capture.get('duration_actual', 0):.1f} s of "
-        f"{capture.get('duration_requested', 0):g} s: {why}; the bundle and its report "
+        f"the capture stopped after {capture.duration_actual or 0:.1f} s of "
+        f"{capture.duration_requested:g} s: {why}; the bundle and its report "
         f"are kept in {result.bundle}"
     )

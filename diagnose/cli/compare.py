@@ -13,7 +13,7 @@ from diagnose.bundle.reader import Bundle
 from diagnose.cli.common import rules_option
 from diagnose.cli.group import main
 from diagnose.compare import compare as compare_bundles
-from diagnose.compare import open_comparison, write_comparison
+from diagnose.compare import open_comparison, open_side, write_comparison
 from diagnose.errors import DiagnoseError, ExitCode, UsageError
 from diagnose.escape import term
 from diagnose.outcome import figures, from_load
@@ -103,10 +103,11 @@ def compare(
         service_figures(before, before_load, before_qps, "--before"),
         service_figures(after, after_load, after_qps, "--after"),
     )
-    # a bundle is held open: the comparison is written through it
-    after_side: Path | Bundle = after if is_report_file(after) else Bundle.open(after)
-    target = open_comparison(after_side, fmts, out)  # a bad -o is refused before analysing
-    c = compare_bundles(before, after_side, rules_dirs, service)
+    # both sides opened and checked first; a bundle is held open (the comparison is
+    # written through it); a bad -o is refused before analysing
+    before_side, after_side = open_side(before, rules_dirs), open_side(after, rules_dirs)
+    target = open_comparison(after_side if isinstance(after_side, Bundle) else after, fmts, out)
+    c = compare_bundles(before_side, after_side, rules_dirs, service)
     paths = write_comparison(c, target, fmts)
     files = {fmt: path for fmt, path in paths.items() if not is_stream(path)}
     if as_json:

@@ -17,6 +17,7 @@ from diagnose.cli.common import Progress, make_options, rules_option
 from diagnose.cli.group import main
 from diagnose.collect.registry import COLLECTORS
 from diagnose.errors import DiagnoseError, ExitCode, UsageError
+from diagnose.render.schema import Report
 from diagnose.render.sweep import render_sweep_summary, step_line, table_header
 from diagnose.report import parse_formats
 from diagnose.sweep.plan import Setting, parse_load, parse_steps, parse_vary, settings_for
@@ -213,12 +214,12 @@ def sweep(
 
 def _step_printer(
     multi: bool, progress: Progress, as_json: bool
-) -> Callable[[Setting, dict[str, Any], dict[str, Any] | None], None]:
+) -> Callable[[Setting, dict[str, Any], Report | None], None]:
     """One table row per finished step (the header before the first): on stderr with
     --json, whose stdout is the JSON alone."""
     header_done = [False]
 
-    def on_step(setting: Setting, step: dict[str, Any], report: dict[str, Any] | None) -> None:
+    def on_step(setting: Setting, step: dict[str, Any], report: Report | None) -> None:
         progress.done()
         if not header_done[0]:
             click.echo(table_header(multi), err=as_json)

@@ -44,6 +44,7 @@ import os
 import re
 from dataclasses import dataclass, replace
 
+from diagnose.bundle.sections import LeftOut
 from diagnose.errors import TargetError
 
 #: Executables that only start another program (by basename).
@@ -103,16 +104,6 @@ class ProcInfo:
 
     def label(self) -> str:
         return f"{self.pid} ({self.comm})"
-
-
-@dataclass(frozen=True)
-class LeftOut:
-    pid: int
-    comm: str
-    why: str
-
-    def to_dict(self) -> dict[str, object]:
-        return {"pid": self.pid, "comm": self.comm, "why": self.why}
 
 
 @dataclass(frozen=True)

@@ -25,12 +25,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
 from diagnose import __version__
 from diagnose.bundle.manifest import CSV_GUARDED, CollectorRecord, CollectorStatus, Manifest
+from diagnose.bundle.sections import CaptureInfo, HostInfo, TargetInfo
 from diagnose.bundle.writer import BundleWriter
 from diagnose.collect.base import (
     READY_TIMEOUT,
@@ -58,7 +59,7 @@ class CaptureResult:
 
     @property
     def partial(self) -> bool:
-        return self.manifest.capture.get("ended_by") == "target_exited" or any(
+        return self.manifest.capture.ended_by == "target_exited" or any(
             rec.status in (CollectorStatus.PARTIAL, CollectorStatus.FAILED)
             for rec in self.manifest.collectors.values()
         )
@@ -214,26 +215,24 @@ def capture(
         lock.release()
 
 
-def target_record(target: Target) -> dict[str, object]:
+def target_record(target: Target) -> TargetInfo:
     """The manifest's ``target``: the process captured, and when it was chosen among
     several (a wrapper's child, a master's worker, a service with helper children), how
     (``selection``) and which processes were left out and why (``left_out``)."""
-    rec: dict[str, object] = {
-        "pid": target.pid,
-        "comm": target.comm,
-        "exe": target.exe,
-        "cmdline": redact_argv(target.cmdline),
-        "is_python": target.is_python,
-        "python_version": target.python_version,
-        "followed_from": target.followed_from,
-        "siblings": list(target.siblings),
-        "note": target.note,
-    }
-    if target.selection and (target.left_out or target.followed_from is not None):
-        rec["selection"] = target.selection
-    if target.left_out:
-        rec["left_out"] = [x.to_dict() for x in target.left_out]
-    return rec
+    chosen = bool(target.left_out or target.followed_from is not None)
+    return TargetInfo(
+        pid=target.pid,
+        comm=target.comm,
+        exe=target.exe,
+        cmdline=tuple(redact_argv(target.cmdline)),
+        is_python=target.is_python,
+        python_version=target.python_version,
+        followed_from=target.followed_from,
+        siblings=tuple(target.siblings),
+        note=target.note,
+        selection=target.selection if chosen else "",
+        left_out=tuple(target.left_out),
+    )
 
 
 def _capture_locked(
@@ -270,10 +269,12 @@ def _capture_locked(
         with _Signals(ctx.stop_event) as sig:
             _start_collectors(ctx, collectors, records, running, since)
             manifest.collectors = {**records}
-            manifest.capture["running"] = [c.name for c in running]
+            manifest.capture = replace(manifest.capture, running=tuple(c.name for c in running))
             writer.write_manifest(manifest)
             _open_window(ctx, running, since, progress)
-            manifest.capture["window_start_s"] = round(ctx.window_start_s(), 3)
+            manifest.capture = replace(
+                manifest.capture, window_start_s=round(ctx.window_start_s(), 3)
+            )
             writer.write_manifest(manifest)
             if on_started is not None:
                 on_started()
@@ -318,23 +319,23 @@ def _first_manifest(
     return Manifest(
         tool_version=__version__,
         target=target_record(target),
-        host={
-            "hostname": socket.gethostname(),
-            "logical_cpus": os.cpu_count(),
-            "machine": os.uname().machine,  # the analysis reads system call numbers by it
-        },
-        capture={
-            "started": started_wall.isoformat(timespec="milliseconds"),
-            "monotonic_start": t0,
-            "duration_requested": options.duration,
-            "rate_hz": options.rate,
-            "proc_rate_hz": options.proc_rate,
-            "py_spy_mode": "native"
+        host=HostInfo(
+            hostname=socket.gethostname(),
+            logical_cpus=os.cpu_count(),
+            machine=os.uname().machine,  # the analysis reads system call numbers by it
+        ),
+        capture=CaptureInfo(
+            started=started_wall.isoformat(timespec="milliseconds"),
+            monotonic_start=t0,
+            duration_requested=options.duration,
+            rate_hz=options.rate,
+            proc_rate_hz=options.proc_rate,
+            py_spy_mode="native"
             if options.native
             else ("nonblocking" if options.nonblocking else "blocking"),
-            "command": redact_argv(command or sys.argv),
-            "collectors_requested": list(options.collectors) if options.collectors else None,
-        },
+            command=tuple(redact_argv(command or sys.argv)),
+            collectors_requested=tuple(options.collectors) if options.collectors else None,
+        ),
         csv_text=CSV_GUARDED,
     )
 
@@ -396,19 +397,17 @@ def _close_manifest(manifest: Manifest, ctx: CaptureContext, ended_by: str, note
     ended_wall = datetime.now(timezone.utc)
     now = time.monotonic()
     sampled_until = ctx.ended_at if ctx.ended_at is not None else now
-    manifest.capture.update(
-        {
-            "ended": ended_wall.isoformat(timespec="milliseconds"),
-            # the measured window (from window_start_s, when every collector recorded);
-            # converting the helpers' outputs afterwards is finish_s
-            "duration_actual": round(sampled_until - ctx.t0 - ctx.window_start_s(), 3),
-            "finish_s": round(now - sampled_until, 3),
-            "ended_by": ended_by,
-        }
+    manifest.capture = replace(
+        manifest.capture,
+        ended=ended_wall.isoformat(timespec="milliseconds"),
+        # the measured window (from window_start_s, when every collector recorded);
+        # converting the helpers' outputs afterwards is finish_s
+        duration_actual=round(sampled_until - ctx.t0 - ctx.window_start_s(), 3),
+        finish_s=round(now - sampled_until, 3),
+        ended_by=ended_by,
+        running=(),
+        safety_note=note,
     )
-    manifest.capture.pop("running", None)
-    if note:
-        manifest.capture["safety_note"] = note
     manifest.state = "complete"
 
 

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 
 import psutil
 
+from diagnose.bundle.sections import LeftOut
 from diagnose.collect.proctree import python_identity, read_tree
-from diagnose.collect.selection import LeftOut, Selection, one_process, select_service
+from diagnose.collect.selection import Selection, one_process, select_service
 from diagnose.errors import PermissionDenied, TargetError
 
 

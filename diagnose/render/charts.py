@@ -24,6 +24,7 @@ from typing import Any
 from diagnose.analyse.frames import is_native_frame, split_frame
 from diagnose.formats.stacks import Stack, ThreadFrame
 from diagnose.render.model import jsonable, report_flames
+from diagnose.render.schema import Report
 from diagnose.render.text import plain, plotly_text
 
 #: Bounds of one flame graph: at most this many boxes, and none under this share of its
@@ -308,7 +309,7 @@ def _merge_threads(stacks: Iterable[tuple[Sequence[str], float]]) -> list[tuple[
     return list(merged.items())
 
 
-def flame_views(r: dict[str, Any]) -> dict[str, Any]:
+def flame_views(r: Report) -> dict[str, Any]:
     """The three flame graphs, each by thread and with threads merged, with what each
     shows, or why it is missing."""
     m = r["metrics"]
@@ -369,7 +370,7 @@ def _variants(
     return out
 
 
-def _flame_missing(view: str, r: dict[str, Any], recorded: bool) -> str:
+def _flame_missing(view: str, r: Report, recorded: bool) -> str:
     """Why ``view`` has nothing to draw; ``recorded``: the view is in the report, empty."""
     unmeasured = r["unmeasured"]
     if view == "waits":
@@ -585,12 +586,12 @@ def cpus_figure(cpus: dict[str, Any], means: dict[str, Any]) -> dict[str, Any] |
     }
 
 
-def _why(r: dict[str, Any], metric: str, fallback: str) -> str:
+def _why(r: Report, metric: str, fallback: str) -> str:
     reason: str = r["unmeasured"].get(metric) or fallback
     return reason
 
 
-def chart_figures(r: dict[str, Any]) -> dict[str, Any]:
+def chart_figures(r: Report) -> dict[str, Any]:
     """Each chart: its title, what it shows, the figure, or why it is missing."""
     s = r.get("series") or {}
     specs = [
@@ -639,7 +640,7 @@ def chart_figures(r: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def chart_data(r: dict[str, Any]) -> dict[str, Any]:
+def chart_data(r: Report) -> dict[str, Any]:
     """Everything the HTML page draws, JSON-ready, from the report dict ``r``."""
     out: dict[str, Any] = jsonable(
         {

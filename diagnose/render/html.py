@@ -20,6 +20,7 @@ from typing import Any
 
 from diagnose.render.charts import MIN_SHARE
 from diagnose.render.env import environment
+from diagnose.render.schema import Report
 from diagnose.render.text import pct, plain, short_frame
 
 REPORT_JS = "html/report.js"
@@ -92,7 +93,7 @@ def severity(category: str, score: float | None, advisory: bool = False) -> str:
     return "high" if (score or 0) >= 0.5 else "medium"
 
 
-def render_html(report: dict[str, Any], charts: dict[str, Any]) -> str:
+def render_html(report: Report, charts: dict[str, Any]) -> str:
     return render_page(
         "report.html.j2",
         [plotly_js(), static_text(REPORT_JS)],

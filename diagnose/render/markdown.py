@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import shlex
-from typing import Any
 
 from diagnose.render.env import environment
+from diagnose.render.schema import Report
 from diagnose.render.text import md, md_code, pct, short_frame
 
 
-def render_markdown(report: dict[str, Any]) -> str:
+def render_markdown(report: Report) -> str:
     env = environment(autoescape=False)
     tmpl = env.get_template("report.md.j2")
     findings = report.get("findings", [])

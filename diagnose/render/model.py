@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -21,6 +21,7 @@ from diagnose.analyse.model import Analysis
 from diagnose.bundle.manifest import CollectorStatus
 from diagnose.bundle.reader import Bundle
 from diagnose.formats.stacks import Stack
+from diagnose.render.schema import NotMeasured, Report, VerdictSection
 from diagnose.verdict.engine import Verdict
 from diagnose.verdict.ruleset import RuleSet
 
@@ -156,8 +157,8 @@ def _roles(a: Analysis) -> list[dict[str, Any]]:
     return out
 
 
-def not_measured(bundle: Bundle) -> list[dict[str, str]]:
-    out = []
+def not_measured(bundle: Bundle) -> list[NotMeasured]:
+    out: list[NotMeasured] = []
     for name, rec in bundle.manifest.collectors.items():
         if rec.status is CollectorStatus.OK and not rec.reason:
             continue
@@ -182,7 +183,7 @@ def _system_json(bundle: Bundle) -> dict[str, Any]:
     return raw if isinstance(raw, dict) else {}
 
 
-def _verdict_section(verdict: Verdict, m: dict[str, Any]) -> dict[str, Any]:
+def _verdict_section(verdict: Verdict, m: dict[str, Any]) -> VerdictSection:
     return {
         "primary": verdict.primary,
         "title": CATEGORY_TITLES.get(verdict.primary, verdict.primary),
@@ -216,12 +217,10 @@ def _environment(m: dict[str, Any], system: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def build_report(
-    bundle: Bundle, analysis: Analysis, verdict: Verdict, ruleset: RuleSet
-) -> dict[str, Any]:
+def build_report(bundle: Bundle, analysis: Analysis, verdict: Verdict, ruleset: RuleSet) -> Report:
     man = bundle.manifest
     m = analysis.metrics
-    report: dict[str, Any] = {
+    report: Report = {
         "schema": REPORT_SCHEMA,
         "tool_version": __version__,
         "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -231,14 +230,14 @@ def build_report(
             "state": man.state,
             "complete": man.state == "complete",
         },
-        "target": man.target,
+        "target": man.target.to_dict(),
         # an unfinished capture has no end yet: the keys are there, null (docs/report-json.md)
         "capture": {
             "ended": None,
             "duration_actual": None,
             "ended_by": None,
             "window_start_s": 0.0,  # bundles from before the window waited for collectors
-            **man.capture,
+            **man.capture.to_dict(),
             # what measuring cost: diagnose and every helper, while capturing (metrics)
             "tool_cpu_cores": m.get("tool_cpu_cores"),
             "tool_cpu_share": m.get("tool_cpu_share"),
@@ -274,5 +273,4 @@ def build_report(
         ],
         "extra": {k: v for k, v in analysis.extra.items() if k not in ("gil_holders", "gil_sites")},
     }
-    out: dict[str, Any] = jsonable(report)
-    return out
+    return cast(Report, jsonable(report))  # the same shape, as JSON values

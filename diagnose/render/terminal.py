@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import shutil
 import textwrap
-from typing import Any
 
 import click
 
 from diagnose.escape import term
+from diagnose.render.schema import Report, VerdictSection
 from diagnose.render.text import ended, plain, tool_cost
 
 _COLORS = {
@@ -46,7 +46,7 @@ def _wrap(text: str, first: str, rest: str, width: int) -> list[str]:
 
 
 def render_summary(
-    report: dict[str, Any],
+    report: Report,
     report_path: str | None = None,
     color: bool = False,
     width: int | None = None,
@@ -71,8 +71,8 @@ def render_summary(
     if t.get("note"):
         lines += _wrap(plain(t["note"], 1200), "  ", "  ", width)
     lines += _wrap(_unexplained(v), "  ", "  ", width)
-    if v.get("uncertain"):
-        u = v["uncertain"]
+    u = v.get("uncertain")
+    if u:
         lines += _wrap(
             f"uncertain between {plain(v['primary'], 40)} and {plain(u.get('category'), 40)}: "
             f"{plain(u.get('separate_by'), 400)}",
@@ -92,7 +92,7 @@ def render_summary(
     return "\n".join(out)
 
 
-def _finding_lines(report: dict[str, Any], width: int) -> list[str]:
+def _finding_lines(report: Report, width: int) -> list[str]:
     """The top three findings (evidence, first fix) and two advisories."""
     v = report["verdict"]
     lines: list[str] = []
@@ -117,7 +117,7 @@ def _finding_lines(report: dict[str, Any], width: int) -> list[str]:
     return lines
 
 
-def _not_measured_lines(report: dict[str, Any], width: int) -> list[str]:
+def _not_measured_lines(report: Report, width: int) -> list[str]:
     """What could not be measured, and the rules that could not be evaluated."""
     lines: list[str] = []
     missing = [n for n in report.get("not_measured", []) if n["status"] != "ok"]
@@ -143,7 +143,7 @@ def _not_measured_lines(report: dict[str, Any], width: int) -> list[str]:
     return lines
 
 
-def _unexplained(v: dict[str, Any]) -> str:
+def _unexplained(v: VerdictSection) -> str:
     """The share of on-CPU time no stage explains, as every summary shows it."""
     share = v.get("unexplained_share")
     if not isinstance(share, (int, float)):

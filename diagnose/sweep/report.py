@@ -14,7 +14,8 @@ from diagnose.bundle.safedir import SafeDir
 from diagnose.compare import compare, write_comparison
 from diagnose.errors import BadBundle, DiagnoseError
 from diagnose.outcome import from_load
-from diagnose.report import open_output, write_reports
+from diagnose.render.schema import Report
+from diagnose.report import load_report, open_output, write_reports
 from diagnose.sweep.analysis import find_knee
 from diagnose.sweep.model import build_sweep_report, step_point
 from diagnose.sweep.runner import RECORD, SCHEMA, SCHEMA_VERSION, STEP_FORMATS
@@ -88,9 +89,9 @@ def step_reports(
     rediagnose: bool = False,
     rules_dirs: Iterable[Path] = (),
     progress: Callable[[str], None] | None = None,
-) -> dict[tuple[str, int], dict[str, Any] | None]:
+) -> dict[tuple[str, int], Report | None]:
     """Each step's report: read from its bundle, or recomputed (``rediagnose``)."""
-    out: dict[tuple[str, int], dict[str, Any] | None] = {}
+    out: dict[tuple[str, int], Report | None] = {}
     rules = list(rules_dirs)
     for s in record["settings"]:
         for step in s["steps"]:
@@ -106,7 +107,7 @@ def step_reports(
                     d, _ = write_reports(bundle, list(STEP_FORMATS), None, rules)
                     out[key] = d.report
                 elif (bundle / "report.json").is_file():
-                    out[key] = json.loads((bundle / "report.json").read_text(encoding="utf-8"))
+                    out[key] = load_report(bundle / "report.json")
             except (DiagnoseError, OSError, ValueError):
                 out[key] = None  # the row says "no verdict"; the figures stand
     return out

@@ -28,12 +28,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from diagnose import __version__
+from diagnose.bundle.sections import CaptureInfo
 from diagnose.bundle.writer import DIR_MODE, BundleWriter
 from diagnose.collect.base import CaptureOptions
 from diagnose.collect.redact import redact_argv
 from diagnose.collect.session import CaptureResult, capture, validate_options
 from diagnose.collect.target import check_trace_access, resolve_target
 from diagnose.errors import DiagnoseError, LoadGeneratorError, OutputError, TargetError, UsageError
+from diagnose.render.schema import Report
 from diagnose.report import write_reports
 from diagnose.run import LaunchedCommand, terminate_is_interrupt
 from diagnose.sweep.loadgen import CpuWatch, Driver, StepFailed, describe_exit, make_driver
@@ -95,7 +97,7 @@ class SweepPlan:
 
 
 ProgressFn = Callable[[str], None]
-StepFn = Callable[[Setting, dict[str, Any], dict[str, Any] | None], None]
+StepFn = Callable[[Setting, dict[str, Any], Report | None], None]
 
 
 def _now() -> str:
@@ -360,12 +362,12 @@ class Sweep:
             step["capture"] = _capture_record(result)
             if "watch" in went:
                 step["generator"] = went["watch"].result()
-            if str(cap.get("ended_by", "")).startswith("interrupted"):
+            if cap.interrupted:
                 step["status"] = "interrupted"
-                step["reason"] = f"the sweep was {cap.get('ended_by')}"
+                step["reason"] = f"the sweep was {cap.ended_by}"
                 return step
             if "error" in went or "at" not in went:
-                why = went.get("error") or f"the capture ended first ({cap.get('ended_by')})"
+                why = went.get("error") or f"the capture ended first ({cap.ended_by})"
                 raise StepFailed(f"the load window did not start: {why}")
             figures = run.finish()
             step["load"] = figures.to_dict()
@@ -374,7 +376,7 @@ class Sweep:
             lead = step["window"]["capture_lead_s"]
             self.lead = min(LEAD_BOUNDS_S[1], max(LEAD_BOUNDS_S[0], 1.25 * lead + 0.5))
             self.any_figures = True
-            _settle(step, cap.get("ended_by"), result.partial)
+            _settle(step, cap.ended_by, result.partial)
         except StepFailed as exc:
             step["reason"] = str(exc)
         except KeyboardInterrupt:
@@ -390,7 +392,7 @@ class Sweep:
             self.on_step(setting, step, report)
         return step
 
-    def _step_report(self, bundle: Path, step: dict[str, Any]) -> dict[str, Any] | None:
+    def _step_report(self, bundle: Path, step: dict[str, Any]) -> Report | None:
         try:
             d, _ = write_reports(bundle, list(self.plan.step_formats), None, self.plan.rules_dirs)
         except DiagnoseError as exc:  # the bundle stays; `diagnose report SWEEPDIR` retries
@@ -436,22 +438,22 @@ def _new_step(users: int, step_dir: str, load_dir: str) -> dict[str, Any]:
 def _capture_record(result: CaptureResult) -> dict[str, Any]:
     cap = result.manifest.capture
     return {
-        "ended_by": cap.get("ended_by"),
+        "ended_by": cap.ended_by,
         "partial": result.partial,
-        "started": cap.get("started"),
-        "seconds": cap.get("duration_actual"),
+        "started": cap.started,
+        "seconds": cap.duration_actual,
         "pid": result.target.pid,
     }
 
 
 def _load_window(
-    cap: dict[str, Any], load_at: float, load_wall: Any, load_seconds: float
+    cap: CaptureInfo, load_at: float, load_wall: Any, load_seconds: float
 ) -> dict[str, Any]:
     """Where the load window sat in the capture: how long the capture ran before it, and
     the share of the load window the measured window covers."""
     # the measured window: from when every collector recorded (window_start_s)
-    cap_start = float(cap.get("monotonic_start", 0.0)) + float(cap.get("window_start_s") or 0.0)
-    cap_end = cap_start + float(cap.get("duration_actual") or 0)
+    cap_start = cap.monotonic_start + cap.window_start_s
+    cap_end = cap_start + (cap.duration_actual or 0.0)
     covered = min(cap_end, load_at + load_seconds) - load_at
     return {
         "load_start": load_wall,
@@ -461,7 +463,7 @@ def _load_window(
     }
 
 
-def _settle(step: dict[str, Any], ended_by: Any, partial: bool) -> None:
+def _settle(step: dict[str, Any], ended_by: str | None, partial: bool) -> None:
     """A step whose load window ran: ok, or partial and why."""
     if ended_by == "target_exited":
         step["status"] = "partial"

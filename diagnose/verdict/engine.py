@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from diagnose.analyse.registry import known_metrics
 from diagnose.verdict.expr import UNKNOWN
@@ -40,15 +40,69 @@ UNEXPLAINED_LARGE = 0.3
 UNEXPLAINED_FLOOR = 0.6
 
 
+class EvidenceDict(TypedDict):
+    """One metric a rule names, as the report shows it (docs/report-json.md)."""
+
+    metric: str
+    value: float | str | None  # None: not measured
+    display: str
+    unit: str
+    description: str
+
+
+class FindingDict(TypedDict):
+    """A rule that fired, as the report holds it (``findings[]``)."""
+
+    id: str
+    category: str
+    kind: str | None
+    title: str
+    score: float
+    advisory: bool
+    summary: str
+    evidence: list[EvidenceDict]
+    fixes: list[str]
+    explain: str
+    rule_source: str
+
+
+class NotEvaluatedDict(TypedDict):
+    """A rule whose metrics were not measured (``not_evaluated[]``)."""
+
+    id: str
+    category: str
+    kind: str | None
+    title: str
+    missing_metrics: list[str]
+    reasons: list[str]
+
+
+class RankedDict(TypedDict):
+    """A category that fired, with its best rule (``verdict.ranking[]``)."""
+
+    category: str
+    kind: str | None
+    score: float
+    rule: str
+
+
+class UncertainDict(TypedDict):
+    """The runner-up within 80% of the verdict (``verdict.uncertain``)."""
+
+    category: str
+    rule: str
+    separate_by: str
+
+
 @dataclass
 class Finding:
     rule: Rule
     score: float
     summary: str
     fixes: list[str]
-    evidence: list[dict[str, Any]]
+    evidence: list[EvidenceDict]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> FindingDict:
         r = self.rule
         return {
             "id": r.id,
@@ -71,7 +125,7 @@ class NotEvaluated:
     missing: list[str]  # metrics
     reasons: list[str]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> NotEvaluatedDict:
         return {
             "id": self.rule.id,
             "category": self.rule.category,
@@ -96,9 +150,9 @@ class Verdict:
     unexplained: float | None = None
     #: where the top two categories are close: the runner-up and the measurement that would
     #: separate them (``uncertain_between``), else None
-    uncertain: dict[str, str] | None = None
+    uncertain: UncertainDict | None = None
 
-    def ranking(self) -> list[dict[str, Any]]:
+    def ranking(self) -> list[RankedDict]:
         """Categories in order of their best finding's score."""
         best: dict[str, Finding] = {}
         for f in self.findings:
@@ -113,9 +167,9 @@ class Verdict:
         ]
 
 
-def _evidence(rule: Rule, metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _evidence(rule: Rule, metrics: Mapping[str, Any]) -> list[EvidenceDict]:
     known = known_metrics()
-    out = []
+    out: list[EvidenceDict] = []
     for name in rule.evidence:
         d = known.get(name)
         v = metrics.get(name)
@@ -259,7 +313,7 @@ def judge(
         conf *= 0.9
         notes.append(f"x0.9: {', '.join(part)} recorded only part of the window")
     rival = next((f for f in main[1:] if f.rule.category != top.rule.category), None)
-    uncertain = None
+    uncertain: UncertainDict | None = None
     if rival is not None and rival.score >= 0.8 * top.score:
         conf *= 0.8
         notes.append(

@@ -51,12 +51,12 @@ def states_bundle(tmp_path_factory) -> Bundle:
 def test_manifest_lists_every_collector_with_a_status(states_bundle):
     m = states_bundle.manifest
     assert m.state == "complete"
-    assert m.capture["ended_by"] == "duration"
+    assert m.capture.ended_by == "duration"
     for name in ("system", "proc", "pyspy", "gil"):
         assert m.collectors[name].status.value == "ok", (name, m.collectors[name].reason)
         for f in m.collectors[name].files:
             assert states_bundle.has(f), f
-    assert m.target["is_python"] is True
+    assert m.target.is_python is True
 
 
 def test_spinning_thread_is_running_with_rising_utime(states_bundle):
@@ -138,7 +138,7 @@ def test_python_versions(version, tmp_path):
     ].reason
     names = threads_by_name(b)
     assert {"spinner", "holder", "waiter-0"} <= set(names)
-    assert b.manifest.target["python_version"] == version
+    assert b.manifest.target.python_version == version
     system = b.json("system.json")
     assert system["python"]["runtime"] is not None  # the GIL's address range was found
 

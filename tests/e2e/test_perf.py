@@ -94,12 +94,12 @@ def test_perf_collectors_record_and_clean_up(lock_bundle):
 def test_native_samples_are_on_the_bundle_clock(lock_bundle):
     ns = pd.read_csv(lock_bundle.path("native/samples.csv"))
     cap = lock_bundle.manifest.capture
-    end = cap["window_start_s"] + cap["duration_actual"]
+    end = cap.window_start_s + (cap.duration_actual or 0.0)
     began, until = lock_bundle.manifest.collectors["perf"].details["recording_s"]
     assert len(ns) > 50
     # perf starts with its events off and says when it turns them on: no sample before
     # that, and the window opened only once it (and every other collector) recorded
-    assert 0 < began <= cap["window_start_s"] and until == pytest.approx(end, abs=0.01)
+    assert 0 < began <= cap.window_start_s and until == pytest.approx(end, abs=0.01)
     assert ns["t"].min() >= began - 0.01
     # the window ends when perf is told to stop; it takes a moment to (under load)
     assert ns["t"].max() <= end + 1.0
@@ -191,7 +191,7 @@ def mutex_binary(tmp_path_factory) -> Path:
 def test_native_mutex_waits_are_lock_contention_not_idle(tmp_path, mutex_binary):
     # GIVEN a native program: 4 threads contend on one pthread mutex, 2 wait on a condition
     b = capture_of(tmp_path, [str(mutex_binary)])
-    assert b.manifest.target["is_python"] is False
+    assert b.manifest.target.is_python is False
     rep = diagnose(b.root).report
     m = rep["metrics"]
     # THEN the mutex waits are lock time, with the lock and its native wait site

@@ -129,7 +129,7 @@ def test_a_disk_that_fills_up_ends_the_capture_cleanly(tmp_path):
         # THEN the capture ended early, and the manifest on disk says how
         manifest = json.loads((bundle / "manifest.json").read_text())
         assert manifest["state"] == "complete"
-        assert manifest["capture"]["ended_by"] == "disk_full" == result.manifest.capture["ended_by"]
+        assert manifest["capture"]["ended_by"] == "disk_full" == result.manifest.capture.ended_by
         assert manifest["capture"]["duration_actual"] < 25
         proc = manifest["collectors"]["proc"]
         assert proc["status"] == "partial"

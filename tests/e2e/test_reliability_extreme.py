@@ -110,9 +110,9 @@ def test_a_master_that_forks_its_workers(tmp_path):
     out = capture(tmp_path, "extreme_load", "--fork", "3", "--busy", "1")
     target = Bundle.open(out).manifest.target
     # diagnose said it followed the busiest worker and named the others
-    assert target["followed_from"] is not None and target["followed_from"] != target["pid"]
-    assert len(target["siblings"]) == 2
-    assert "following the busiest" in target["note"]
+    assert target.followed_from is not None and target.followed_from != target.pid
+    assert len(target.siblings) == 2
+    assert "following the busiest" in target.note
     assert details(out, "proc")["max_threads"] >= 2
 
 

@@ -14,6 +14,7 @@ from diagnose.analyse.load import BundleData, StackTable
 from diagnose.analyse.model import Analysis, Context, Step
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus, Manifest
 from diagnose.bundle.reader import Bundle
+from diagnose.bundle.sections import CaptureInfo, TargetInfo
 
 FR = frame_rules()
 NS = 1_000_000_000
@@ -65,9 +66,8 @@ def bundle_data(
     iv = pd.DataFrame(list(intervals), columns=["tid", "start", "end", "stack_id"])
     manifest = Manifest(
         tool_version="test",
-        target={"is_python": is_python},
-        host={},
-        capture={"rate_hz": 100},
+        target=TargetInfo(is_python=is_python),
+        capture=CaptureInfo(rate_hz=100),
         state="complete",
         collectors={n: CollectorRecord(n, s) for n, s in (collectors or {}).items()},
     )

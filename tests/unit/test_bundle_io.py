@@ -143,12 +143,12 @@ def test_writes_never_follow_a_link_at_the_member_or_its_temporary_name(tmp_path
 def test_reading_refuses_links_fifos_and_directories_without_blocking(tmp_path):
     root = tmp_path / "b"
     root.mkdir()
-    (root / "manifest.json").write_text(Manifest("1", {}, {}, {}).to_dict().__repr__())
+    (root / "manifest.json").write_text(Manifest("1").to_dict().__repr__())
     os.symlink("/etc/passwd", root / "link.csv")
     os.mkfifo(root / "fifo.csv")
     (root / "dir.csv").mkdir()
     (root / "sub").symlink_to(tmp_path)
-    b = Bundle(root, Manifest("1", {}, {}, {}), SafeDir.open(root))
+    b = Bundle(root, Manifest("1"), SafeDir.open(root))
     t0 = time.monotonic()
     for rel, what in [
         ("link.csv", "symbolic link"),
@@ -225,7 +225,7 @@ def test_thread_names_in_the_bundle_tables_are_spreadsheet_safe(tmp_path):
         for tid, name in names.items():
             rows.writerow([0.1, tid, name[:15], "S", *[0] * (len(THREAD_COLUMNS) - 4)])
         rows.commit()
-    w.write_manifest(Manifest("1", {}, {}, {}, csv_text=CSV_GUARDED))
+    w.write_manifest(Manifest("1", csv_text=CSV_GUARDED))
     # THEN no cell a spreadsheet opens starts a formula
     for rel, column in (("python/threads.csv", "name"), ("proc/threads.csv", "comm")):
         cells = _cells((tmp_path / "b" / rel).read_text(), column)
@@ -244,5 +244,5 @@ def test_tables_of_bundles_written_before_the_guard_are_read_as_they_are(tmp_pat
     root = tmp_path / "b"
     root.mkdir()
     (root / "t.csv").write_text("tid,name\n1,'quoted\n")
-    b = Bundle(root, Manifest("1", {}, {}, {}), SafeDir.open(root))
+    b = Bundle(root, Manifest("1"), SafeDir.open(root))
     assert b.table("t.csv", ["tid"])["name"].tolist() == ["'quoted"]

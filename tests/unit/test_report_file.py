@@ -105,3 +105,29 @@ def test_rules_need_the_bundle_not_its_report(written, tmp_path):
     res = run_main("report", str(written / "report.json"), "--rules", str(rules))
     assert res.returncode == ExitCode.USAGE
     assert "give the bundle, not its report.json" in res.stderr
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda r: r["verdict"].update(primary=3), "verdict.primary: expected a string"),
+        (lambda r: r["findings"][0].update(fixes="restart"), "findings[0].fixes: expected a list"),
+        (lambda r: r["findings"][0].pop("evidence"), "findings[0]: lacks evidence"),
+        (lambda r: r["collectors"]["proc"].update(status=None), "collectors.proc.status"),
+        (lambda r: r.update(metrics={"x": float("inf")}), "out of range"),
+    ],
+)
+def test_a_report_with_fields_of_the_wrong_type_is_refused_in_one_line(
+    written, tmp_path, change, message
+):
+    # GIVEN a report.json whose shape is right but a field a renderer reads is not
+    report = json.loads((written / "report.json").read_text())
+    change(report)
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report))  # inf is written as Infinity, which json reads back
+    # THEN report and compare refuse it in one line (exit 7), not with a traceback
+    for args in (["report", str(path)], ["compare", str(path), str(written / "report.json")]):
+        res = run_main(*args, "-o", str(tmp_path / "out"))
+        assert res.returncode == ExitCode.BAD_INPUT, res.stderr
+        assert message in res.stderr and res.stderr.count("\n") == 1, res.stderr
+    assert not (tmp_path / "out").exists()

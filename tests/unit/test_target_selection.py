@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
+from diagnose.bundle.sections import LeftOut
 from diagnose.collect.selection import (
-    LeftOut,
     ProcInfo,
     Selection,
     master_kind,

@@ -1,0 +1,202 @@
+"""The report's shape, twice from one place: types for the code, a check for files.
+
+- :class:`Report` and its sections are ``TypedDict``\\ s: the report *is* a JSON document
+  (report.json, docs/report-json.md), so its type describes that document as it is, and
+  mypy checks every renderer's reads against it (``report["verdict"]["primary"]`` is a
+  ``str``; a misspelt key is an error).
+- :data:`REPORT` checks a report.json read back (``diagnose report REPORT.json``,
+  ``diagnose compare``): a file may come from anyone, so every field the renderers read has
+  its type checked first, and a bad one is one line naming it, never a traceback.
+
+The finding-level records (:class:`~diagnose.verdict.engine.FindingDict`, ...) are typed
+where they are made, in the verdict engine.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+from diagnose.bundle.schema import ANY, BOOL, INT, NUM, STR, DictOf, ListOf, Obj, Opt, Spec
+from diagnose.errors import BadBundle
+from diagnose.verdict.engine import FindingDict, NotEvaluatedDict, RankedDict, UncertainDict
+
+
+class BundleRef(TypedDict):
+    path: str
+    schema_version: int
+    state: str  # complete | capturing
+    complete: bool
+
+
+class VerdictSection(TypedDict):
+    primary: str
+    title: str
+    kind: str | None
+    confidence: float
+    headline: str
+    ranking: list[RankedDict]
+    confidence_notes: list[str]
+    unexplained_share: float | None
+    placed_share: float | None
+    uncertain: UncertainDict | None
+
+
+class RulesRef(TypedDict):
+    sources: list[str]
+    count: int
+
+
+class CollectorSummary(TypedDict):
+    status: str  # ok | partial | unavailable | failed
+    reason: str
+    details: dict[str, Any]
+
+
+class NotMeasured(TypedDict):
+    collector: str
+    status: str
+    reason: str
+    impact: str
+
+
+class GilSection(TypedDict):
+    holders: list[list[Any]]  # [name (tid), share], most first
+    sites: list[list[Any]]  # [frame, share]
+
+
+class Report(TypedDict):
+    """report.json: the diagnosis as data; every renderer reads this and nothing else."""
+
+    schema: str
+    tool_version: str
+    generated: str
+    bundle: BundleRef
+    target: dict[str, Any]  # the manifest's target (bundle.sections.TargetInfo)
+    capture: dict[str, Any]  # the manifest's capture, and what measuring cost
+    verdict: VerdictSection
+    findings: list[FindingDict]
+    not_evaluated: list[NotEvaluatedDict]
+    broken_rules: list[str]
+    rules: RulesRef
+    metrics: dict[str, Any]
+    unmeasured: dict[str, str]
+    collectors: dict[str, CollectorSummary]
+    not_measured: list[NotMeasured]
+    threads: list[dict[str, Any]]
+    roles: list[dict[str, Any]]
+    locks: list[dict[str, Any]]
+    oncpu: dict[str, Any]
+    gil: GilSection
+    environment: dict[str, Any]
+    series: dict[str, Any]
+    stacks: dict[str, Any]
+    speedscope: list[str]
+    extra: dict[str, Any]
+
+
+class _Share(Spec):
+    """``[text, share]``: a GIL holder or site and its share of the samples."""
+
+    what = "a [name, share] pair"
+
+    def check(self, value: Any, where: str) -> None:
+        ok = isinstance(value, list) and len(value) == 2 and isinstance(value[0], str)
+        if not ok or isinstance(value[1], bool) or not isinstance(value[1], (int, float)):
+            raise BadBundle(f"{where}: expected {self.what}")
+
+
+_STRS = ListOf(STR, "a list of strings")
+_OBJS = ListOf(Obj(), "a list of objects")
+_KIND = Opt(STR)
+
+_EVIDENCE = Obj(
+    {"metric": STR, "value": ANY, "display": STR, "unit": STR, "description": STR},
+    required=frozenset({"metric", "display"}),
+)
+_FINDING = Obj(
+    {
+        "id": STR,
+        "category": STR,
+        "kind": _KIND,
+        "title": STR,
+        "score": NUM,
+        "advisory": BOOL,
+        "summary": STR,
+        "evidence": ListOf(_EVIDENCE),
+        "fixes": _STRS,
+        "explain": STR,
+        "rule_source": STR,
+    },
+    required=frozenset({"id", "category", "title", "score", "summary", "evidence", "fixes"}),
+)
+_VERDICT = Obj(
+    {
+        "primary": STR,
+        "title": STR,
+        "kind": _KIND,
+        "confidence": NUM,
+        "headline": STR,
+        "ranking": ListOf(
+            Obj(
+                {"category": STR, "kind": _KIND, "score": NUM, "rule": STR},
+                required=frozenset({"category", "score", "rule"}),
+            )
+        ),
+        "confidence_notes": _STRS,
+        "unexplained_share": Opt(NUM),
+        "placed_share": Opt(NUM),
+        "uncertain": Opt(Obj({"category": STR, "rule": STR, "separate_by": STR})),
+    },
+    required=frozenset({"primary", "title", "confidence", "headline", "ranking"}),
+)
+
+#: what a report.json read back must hold for the renderers and compare (the sections
+#: are required; fields inside them are typed when present, as older reports lack some)
+REPORT = Obj(
+    {
+        "schema": STR,
+        "tool_version": STR,
+        "generated": STR,
+        "bundle": Obj({"path": STR, "schema_version": INT, "state": STR, "complete": BOOL}),
+        "target": Obj({"pid": INT, "comm": STR, "cmdline": _STRS, "note": STR}),
+        "capture": Obj({"started": STR, "ended_by": Opt(STR), "duration_actual": Opt(NUM)}),
+        "verdict": _VERDICT,
+        "findings": ListOf(_FINDING),
+        "not_evaluated": _OBJS,
+        "broken_rules": _STRS,
+        "rules": Obj({"sources": _STRS, "count": INT}),
+        "metrics": DictOf(ANY),
+        "unmeasured": DictOf(STR),
+        "collectors": DictOf(
+            Obj({"status": STR, "reason": STR, "details": DictOf(ANY)}),
+        ),
+        "not_measured": ListOf(
+            Obj({"collector": STR, "status": STR, "reason": STR, "impact": STR})
+        ),
+        "threads": _OBJS,
+        "roles": _OBJS,
+        "locks": _OBJS,
+        "oncpu": DictOf(ANY),
+        "gil": Obj({"holders": ListOf(_Share()), "sites": ListOf(_Share())}),
+        "environment": DictOf(ANY),
+        "series": DictOf(ANY),
+        "stacks": DictOf(ANY),
+        "speedscope": _STRS,
+        "extra": DictOf(ANY),
+    },
+    required=frozenset(
+        {
+            "bundle",
+            "target",
+            "capture",
+            "verdict",
+            "findings",
+            "metrics",
+            "unmeasured",
+            "collectors",
+            "not_measured",
+            "series",
+            "stacks",
+        }
+    ),
+)
