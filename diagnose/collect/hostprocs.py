@@ -82,6 +82,8 @@ class HostScan:
         self.scans = 0
 
     def role(self, pid: int) -> str:
+        if pid not in self.roles and not self.listen_inodes:
+            self.roles[pid] = "other"  # a target that serves no port has no clients
         if pid not in self.roles:
             sockets = socket_inodes(pid)
             if sockets & self.listen_inodes:

@@ -73,3 +73,21 @@ def test_what_is_excluded_is_not_scanned(processes):
     assert scan.ports == set()
     rows = scan.scan(0.0, [neighbour.pid])
     assert neighbour.pid not in {r[1] for r in rows}
+
+
+def test_a_target_that_serves_no_port_reads_no_ones_sockets(processes, monkeypatch):
+    # GIVEN a target that listens on nothing, and a neighbour using CPU
+    target = processes("import time\ntime.sleep(60)\n")
+    neighbour = processes(SPIN)
+    scan = HostScan(target.pid)
+    assert scan.listen_inodes == set()
+    read: list[int] = []
+    monkeypatch.setattr(
+        "diagnose.collect.hostprocs.socket_inodes", lambda pid: read.append(pid) or set()
+    )
+    scan.scan(0.0, [])
+    time.sleep(0.3)
+    later = {r[1]: r for r in scan.scan(1.0, [])}
+    # THEN every process is a neighbour, told without opening any process's descriptors
+    assert later[neighbour.pid][4] == "other"
+    assert read == []
