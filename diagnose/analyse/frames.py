@@ -258,7 +258,8 @@ class FrameRules:
         """Where the model is called in ``stack`` (root first), or None: the root-most
         frame of a model framework's call (the "model" category's ``match``), else the first
         native frame of a stack whose leaf-most native frame is a compute kernel (a GEMM
-        reached from the line that calls it). Never a user function's name."""
+        reached from the line that calls it). A user function's bare name never is; the
+        entry method of a class named *Model is (frames.toml explains why)."""
         if stack in self._call_cache:
             return self._call_cache[stack]
         split = [split_frame(f) for f in stack]

@@ -4,8 +4,9 @@ Names say little about plain code (a cleaning loop in a function called ``handle
 can mislead (an endpoint called ``predict``). The structure of the calls says more:
 
 1. **The model call.** In each thread, a stack that reaches a model framework's frame
-   (onnxruntime's run, a torch module's call: the "model" category's ``match`` in
-   frames.toml) or a native compute kernel (a GEMM, from perf) calls the model. The Python
+   (onnxruntime's run, a torch module's call, a classical model's predict, or the entry
+   method of a class named ``*Model``: the "model" category's ``match`` in frames.toml)
+   or a native compute kernel (a GEMM, from perf) calls the model. The Python
    frames from the root to the frame that makes the call (at the line of the call) are that
    thread's *model path*. Samples inside the call are the model's (their kernel category, or
    ``model``), unless a frame above the call names a stage (a ``preprocess`` function that

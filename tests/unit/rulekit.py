@@ -87,6 +87,7 @@ HEALTHY: dict[str, Any] = {
     "gil_waiters_max": 1,
     "gil_holder_top": "handler-0 (101)",
     "gil_holder_top_site": "handle (app.py:30)",
+    "gil_holder_preprocess_share": 0.1,
     # on-CPU categories (perf and py-spy both ran)
     "oncpu_source": "perf+py-spy",
     "oncpu_share_preprocess": 0.05,

@@ -99,11 +99,11 @@ def test_a_kernel_joined_to_a_line_that_mostly_does_other_work_is_no_model_call(
     stale = ("handle (app.py:20)", "fold (text.py:29)", GEMV)
     work = ("handle (app.py:20)", "fold (text.py:29)", UNIDATA)
     loop = ("handle (app.py:20)", "fold (text.py:33)")
-    real = ("handle (app.py:24)", "Model.__call__ (model.py:162)", GEMV)
+    real = ("handle (app.py:24)", "Encoder.__call__ (model.py:162)", GEMV)
     samples = [(1, stale, 1.0), (1, work, 9.0), (1, loop, 5.0), (1, real, 2.0)]
     got, ctx = placed(samples)
     # THEN fold's line 29 is not taken as a model call (its line 33 is not "after" it)...
-    assert [mp.path[-1] for mp in ctx.structure.calls] == ["Model.__call__ (model.py:162)"]  # type: ignore[union-attr]
+    assert [mp.path[-1] for mp in ctx.structure.calls] == ["Encoder.__call__ (model.py:162)"]  # type: ignore[union-attr]
     # ...and fold, called at handle's line 20, before the model call at line 24, is preprocessing
     assert got[(1, loop)] == ("preprocess", "structure")
     assert got[(1, real)] == ("compute", "structure")
@@ -220,3 +220,24 @@ def test_the_out_structure_survives_the_shares_step() -> None:
     oncpu.oncpu_shares(ctx)
     assert ctx.out.oncpu["structure"]["model_calls"] == [("handle (app.py:22)", 1.0)]
     assert ctx.metrics["oncpu_share_model"] == 1.0
+
+
+def test_the_entry_method_of_a_model_class_is_the_model_call() -> None:
+    # GIVEN the zoo's textclean handler (fastapi_textclean, measured): text cleaning at
+    # handle's line 20, then a plain-NumPy model, NumpyModel.__call__, at line 21 whose
+    # small GEMV the joins rarely catch (most of its time is NumPy's Python-level work)
+    clean = ("predict (app.py:34)", "handle (app.py:20)", "prepare (textwork.py:43)",
+             "fold (textwork.py:29)", UNIDATA)  # fmt: skip
+    model = ("predict (app.py:34)", "handle (app.py:21)",
+             "NumpyModel.__call__ (zoolib/__init__.py:162)")  # fmt: skip
+    got, ctx = placed([(1, clean, 8.0), (1, model, 1.0)])
+    # THEN the class's call is the model call, and the cleaning before it is preprocessing
+    paths = [mp.path[-1] for mp in ctx.structure.calls]  # type: ignore[union-attr]
+    assert paths == ["handle (app.py:21)"]
+    assert got[(1, clean)] == ("preprocess", "structure")
+    assert got[(1, model)] == ("model", "structure")
+    # near miss: a function merely named like a model's method (no *Model class) is not
+    helper = ("predict (app.py:34)", "handle (app.py:21)", "score.__call__ (app.py:50)")
+    got, ctx = placed([(1, clean, 8.0), (1, helper, 1.0)])
+    assert ctx.structure.calls == []  # type: ignore[union-attr]
+    assert got[(1, clean)][1] == "name"

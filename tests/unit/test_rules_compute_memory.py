@@ -109,3 +109,50 @@ def test_hot_allocator():
 def test_model_time_near_miss_and_unknown():
     assert when("compute.model", healthy(**{**PY_SPY_ONLY, "oncpu_share_model": 0.4})) is False
     assert when("compute.model", healthy(**{**PY_SPY_ONLY, "oncpu_share_model": None})) is UNKNOWN
+
+
+#: measured: the zoo's fastapi_wordpiece_bert on a quiet 2-core host (accuracy run of
+#: 2026-12-01, capture 0): 6 concurrent requests each run a BERT forward on its own AnyIO
+#: thread at one intra-op thread; the threads block between requests (none CPU-bound all
+#: the time), so they queue for the cores without oversubscribing them
+QUEUED_FOR_CORES = {
+    "busy_threads_mean": 5.88,
+    "threads_busy": 8,
+    "cpu_bound_threads": 0,
+    "cpu_demand_threads_mean": 5.15,
+    "busy_share_running": 0.2177,
+    "busy_share_runnable": 0.6572,
+    "busy_share_lock": 0.0222,
+    "busy_share_gil": 0.1028,
+    "busy_share_io": 0.0,
+    "runq_to_oncpu_ratio": 3.018,
+    "process_cpu_cores": 1.281,
+    "process_cpu_share": 0.64,
+    "host_cpu_util": 0.923,
+    "host_client_cpu_share": 0.015,
+    "host_neighbour_cpu_share": 0.006,
+    "oncpu_share_compute": 0.5949,
+    "oncpu_share_model": 0.2789,
+    "oncpu_share_memory": 0.0062,
+    "oncpu_share_other": 0.0806,
+    "oncpu_share_inference": 0.8799,
+}
+
+
+def test_requests_queueing_for_cores_their_model_fills_are_compute():
+    # before: no rule fired (running 22% < 25%, and no scheduling rule explains the wait)
+    v = expect(healthy(**QUEUED_FOR_CORES), "compute", "kernels")
+    assert "waited for one 66%" in v.findings[0].summary
+    # near miss: threads that mostly wait on each other (lock + GIL above running) are not
+    m = healthy(**{**QUEUED_FOR_CORES, "busy_share_runnable": 0.3, "busy_share_gil": 0.45})
+    assert when("compute.kernels", m) is False
+    # near miss: neither running a quarter nor wanting the CPU half of the busy time
+    m = healthy(**{**QUEUED_FOR_CORES, "busy_share_runnable": 0.25, "busy_share_io": 0.1})
+    assert when("compute.kernels", m) is False
+
+
+def test_threads_that_never_block_and_outnumber_the_cores_are_oversubscription_first():
+    # the same kernels and wait, from 6 threads that never block on 2 cores
+    m = healthy(**{**QUEUED_FOR_CORES, "cpu_bound_threads": 6})
+    assert {"compute.kernels", "scheduling.oversubscription"} <= fired(m)
+    assert verdict(m).primary == "scheduling"
