@@ -5,6 +5,7 @@ holder and is not a file another user could plant a symlink at."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -140,17 +141,20 @@ def test_the_lock_is_not_a_file_another_user_could_redirect(tmp_path):
 
 
 def test_lock_holder_pid_is_the_running_capture():
-    # the PID in the message comes from the kernel (SO_PEERCRED), not from a file
+    # the PID in the message comes from the kernel (SO_PEERCRED), not from a file. The lock
+    # is an abstract socket, one per host: the target PID is this test process's own number
+    # above pid_max, so that two suites running at once do not take each other's lock
+    target = 10**7 + os.getpid()
     code = (
         "from diagnose.collect.session import _TargetLock\n"
         "import sys, time\n"
-        "lock = _TargetLock(424242); lock.acquire(); print('held', flush=True); time.sleep(30)\n"
+        f"lock = _TargetLock({target}); lock.acquire(); print('held', flush=True); time.sleep(30)\n"
     )
     holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         try:
-            _TargetLock(424242).acquire()
+            _TargetLock(target).acquire()
         except Busy as exc:
             assert f"(diagnose PID {holder.pid})" in str(exc)
         else:
@@ -158,6 +162,6 @@ def test_lock_holder_pid_is_the_running_capture():
     finally:
         holder.kill()
         holder.wait()
-    lock = _TargetLock(424242)
+    lock = _TargetLock(target)
     lock.acquire()  # free again once its holder is gone
     lock.release()
