@@ -11,7 +11,8 @@ command prints the machine, the load average, raw rows (JSON lines, also kept un
   verdict           the shortest capture whose verdict matches a 60 s capture's; bundle size
   short-capture     diagnose attach -d 4: time to verdict, when the window opened, perf's
                     samples; several diagnose trees side by side (before/after a change)
-  tool-cost         CPU of diagnose and each of its helpers during one capture
+  tool-cost         diagnose's own CPU by part (threads, helpers) and its samplers' unit
+                    costs, at full rates and within the default CPU budget
   oncpu-stability   on-CPU category shares across repeated short captures
   perf-overhead     tests/targets/perf_overhead.py: perf's own recordings, alternating
   false-sharing     the false-sharing samples' throughput per layout; diagnose's findings on
@@ -62,7 +63,7 @@ COMMANDS: dict[str, Callable[[list[str]], None]] = {
     "scale-bundle": _module("scale_bundle"),
     "verdict": _module("verdict"),
     "short-capture": _module("short_capture"),
-    "tool-cost": _script("benchmarks/tool_cost.py"),
+    "tool-cost": _module("tool_cost"),
     "oncpu-stability": _script("benchmarks/oncpu_stability.py"),
     "perf-overhead": _script("tests/targets/perf_overhead.py"),
     "false-sharing": _module("false_sharing"),

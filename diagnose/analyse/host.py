@@ -73,10 +73,14 @@ def process_metrics(ctx: Context) -> None:
         m["process_sys_share"] = rounded(
             (p["stime"].iloc[-1] - p["stime"].iloc[0]) / (cpu[-1] - cpu[0]), 3
         )
-    if "tool_cpu_s" in p:
-        tool = pd.to_numeric(p["tool_cpu_s"], errors="coerce").dropna()
-        if len(tool) >= 2:
-            m["tool_cpu_cores"] = rounded(max(0.0, float(tool.iloc[-1] - tool.iloc[0])) / span, 3)
+    if "tool_cpu_s" in p:  # read at every 5th tick: over the span of its own readings
+        tool = pd.to_numeric(p["tool_cpu_s"], errors="coerce")
+        read = tool.notna()
+        tool, t_read = tool[read], p["t"][read]
+        tool_span = float(t_read.iloc[-1] - t_read.iloc[0]) if len(tool) >= 2 else 0.0
+        if tool_span > 0:
+            used = max(0.0, float(tool.iloc[-1] - tool.iloc[0]))
+            m["tool_cpu_cores"] = rounded(used / tool_span, 3)
     if m.get("cores_available") and m["process_cpu_cores"] is not None:
         m["process_cpu_share"] = rounded(m["process_cpu_cores"] / m["cores_available"], 3)
     rss = p["rss_bytes"].to_numpy() / (1024 * 1024)
@@ -94,6 +98,29 @@ def process_metrics(ctx: Context) -> None:
         "threads": p["threads"].fillna(0).astype(int).tolist(),
         "sys_running": p["sys_running"].fillna(0).tolist() if "sys_running" in p else [],
     }
+
+
+def tool_parts(ctx: Context) -> None:
+    """Step: what diagnose's own CPU went to while the window was open, by its threads and
+    helpers (the proc collector's ``tool_cpu_parts_s``, collect/toolcpu.py), in cores."""
+    rec = ctx.data.bundle.manifest.collectors.get("proc")
+    details = rec.details if rec is not None else {}
+    parts, span = details.get("tool_cpu_parts_s"), _number(details.get("tool_cpu_parts_span_s"))
+    if not isinstance(parts, dict) or span is None or span <= 0:
+        return
+    used = {str(k): v for k, v in ((k, _number(v)) for k, v in parts.items()) if v is not None}
+    ctx.out.extra["tool_cpu_parts"] = [
+        {"part": k, "cpu_s": round(v, 3), "cores": round(v / span, 3)}
+        for k, v in sorted(used.items(), key=lambda kv: (-kv[1], kv[0]))
+        if v >= 0
+    ]
+
+
+def _number(v: object) -> float | None:
+    """``v`` as a finite float; None for anything else (a hand-edited manifest)."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v):
+        return float(v)
+    return None
 
 
 def cpu_metrics(ctx: Context) -> None:

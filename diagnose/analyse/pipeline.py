@@ -38,6 +38,7 @@ STEPS: tuple[Step, ...] = (
     # the target process and its host
     host.system_metrics,
     host.process_metrics,
+    host.tool_parts,
     host.cpu_metrics,
     host.host_processes,
     # thread states: settled once (native mutex waits included), read by every step below

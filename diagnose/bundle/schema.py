@@ -238,6 +238,17 @@ MANIFEST = Obj(
                         }
                     )
                 ),
+                "cpu_budget": Opt(
+                    Obj(
+                        {
+                            "budget_cores": NUM,
+                            "threads": INT,
+                            "estimated_cores": NUM,
+                            "rates_hz": DictOf(INT),
+                            "thinned": _STRS,
+                        }
+                    )
+                ),
             }
         ),
         "collectors": DictOf(

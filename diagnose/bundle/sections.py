@@ -130,6 +130,8 @@ class CaptureInfo:
     ended_by: str | None = None  # duration | target_exited | disk_full | interrupted (...)
     safety_note: str = ""
     run: Mapping[str, Any] | None = None  # diagnose run: the command and how it exited
+    # diagnose's CPU budget and the samplers' rates it chose (collect/budget.py Plan.to_dict)
+    cpu_budget: Mapping[str, Any] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     OPTIONAL: ClassVar[frozenset[str]] = frozenset(
@@ -145,6 +147,7 @@ class CaptureInfo:
             "ended_by",
             "safety_note",
             "run",
+            "cpu_budget",
         }
     )
 

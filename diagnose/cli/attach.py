@@ -12,10 +12,10 @@ from diagnose.cli.common import (
     after_capture_options,
     bundle_out_option,
     capture_options,
-    make_options,
     report_capture,
 )
 from diagnose.cli.group import main
+from diagnose.collect.base import CaptureOptions
 from diagnose.collect.session import capture
 from diagnose.report import parse_formats
 
@@ -28,14 +28,7 @@ from diagnose.report import parse_formats
 def attach(
     pid: int,
     out: Path | None,
-    duration: float,
-    rate: int,
-    proc_rate: int,
-    native: bool,
-    nonblocking: bool,
-    collectors: str | None,
-    false_sharing: bool,
-    max_bundle_mb: int,
+    options: CaptureOptions,
     follow: bool,
     formats: str,
     rules_dirs: tuple[Path, ...],
@@ -45,9 +38,6 @@ def attach(
 
     Ctrl-C ends the capture early and still writes a complete bundle.
     """
-    options = make_options(
-        duration, rate, proc_rate, native, nonblocking, collectors, max_bundle_mb, false_sharing
-    )
     fmts = parse_formats(formats)
     progress = Progress()
     result = capture(pid, out, options, follow_children=follow, progress=progress, command=sys.argv)

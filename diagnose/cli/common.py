@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -51,7 +52,20 @@ bundle_out_option = click.option(
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+#: the capture options' parameter names, gathered into one CaptureOptions by capture_options
+_CAPTURE_PARAMS = ("duration", "rate", "proc_rate", "cpu_budget", "native", "nonblocking",
+                   "collectors", "false_sharing", "max_bundle_mb")  # fmt: skip
+
+
 def capture_options(f: F) -> F:
+    """The capture's options (attach, run), handed to the command as one ``options:
+    CaptureOptions`` (bad values are refused here, exit 2)."""
+
+    @functools.wraps(f)
+    def command(*args: Any, **kwargs: Any) -> Any:
+        given = {k: kwargs.pop(k) for k in _CAPTURE_PARAMS}
+        return f(*args, options=make_options(**given), **kwargs)
+
     opts = [
         click.option(
             "--duration",
@@ -66,16 +80,25 @@ def capture_options(f: F) -> F:
             "-r",
             type=int,
             default=None,
-            help="Stack samples per second (py-spy and perf). Default: 100, and for py-spy "
-            "on a process with more than 20 threads 2000/threads (at least 10): py-spy's "
-            "cost grows with threads x rate (docs/performance.md).",
+            help="Stack samples per second (py-spy, its GIL sampler, perf). Default: 100, "
+            "lowered for py-spy and the GIL sampler to fit --cpu-budget (their cost grows "
+            "with threads x rate). Given, py-spy keeps it.",
         ),
         click.option(
             "--proc-rate",
             type=int,
-            default=20,
-            show_default=True,
-            help="Thread-state ticks per second (/proc).",
+            default=None,
+            help="Thread-state ticks per second (/proc). Default: 20, lowered to fit --cpu-budget.",
+        ),
+        click.option(
+            "--cpu-budget",
+            type=float,
+            default=None,
+            metavar="CORES",
+            help="diagnose's own CPU while capturing, in cores: the samplers' rates are "
+            "lowered to fit it (the report shows what was lowered and what diagnose used). "
+            "Default: 2.5% of the cores the target may use, at least 0.05; 0: no budget "
+            "(docs/performance.md).",
         ),
         click.option(
             "--native/--no-native",
@@ -111,9 +134,10 @@ def capture_options(f: F) -> F:
             help="Disk budget of the bundle; the capture stops early when it is reached.",
         ),
     ]
+    wrapped: Any = command
     for o in reversed(opts):
-        f = o(f)
-    return f
+        wrapped = o(wrapped)
+    return wrapped  # type: ignore[no-any-return]
 
 
 def after_capture_options(f: F) -> F:
@@ -151,23 +175,28 @@ def after_capture_options(f: F) -> F:
 def make_options(
     duration: float,
     rate: int | None,
-    proc_rate: int,
+    proc_rate: int | None,
     native: bool,
     nonblocking: bool,
     collectors: str | None,
     max_bundle_mb: int,
     false_sharing: bool = False,
+    cpu_budget: float | None = None,
 ) -> CaptureOptions:
     if max_bundle_mb < 1:
         raise UsageError(f"--max-bundle-mb must be at least 1 (MiB), not {max_bundle_mb}")
+    if cpu_budget is not None and not (0 <= cpu_budget <= 1024):
+        raise UsageError(f"--cpu-budget must be 0 (no budget) to 1024 cores, not {cpu_budget:g}")
     names = parse_collectors(collectors)
     if false_sharing:
         names = with_collector(names, "false_sharing")
     return CaptureOptions(
         duration=duration,
         rate=100 if rate is None else rate,
-        pyspy_thread_budget=2000 if rate is None else 0,
-        proc_rate=proc_rate,
+        rate_chosen=rate is not None,
+        proc_rate=20 if proc_rate is None else proc_rate,
+        proc_rate_chosen=proc_rate is not None,
+        cpu_budget=cpu_budget,
         native=native,
         nonblocking=nonblocking,
         collectors=names,

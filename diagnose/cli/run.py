@@ -12,10 +12,10 @@ from diagnose.cli.common import (
     after_capture_options,
     bundle_out_option,
     capture_options,
-    make_options,
     report_capture,
 )
 from diagnose.cli.group import main
+from diagnose.collect.base import CaptureOptions
 from diagnose.render.text import plain
 from diagnose.report import parse_formats
 from diagnose.run import run_command
@@ -43,14 +43,7 @@ from diagnose.run import run_command
 def run(
     argv: tuple[str, ...],
     out: Path | None,
-    duration: float,
-    rate: int,
-    proc_rate: int,
-    native: bool,
-    nonblocking: bool,
-    collectors: str | None,
-    false_sharing: bool,
-    max_bundle_mb: int,
+    options: CaptureOptions,
     warmup: float,
     grace: float,
     follow: bool,
@@ -72,9 +65,6 @@ def run(
     command's exit status is printed, kept in the manifest (capture.run) and in the JSON.
     Give a command that ends by itself more run time than --warmup + --duration.
     """
-    options = make_options(
-        duration, rate, proc_rate, native, nonblocking, collectors, max_bundle_mb, false_sharing
-    )
     fmts = parse_formats(formats)
     progress = Progress()
     try:

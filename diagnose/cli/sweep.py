@@ -177,7 +177,7 @@ def sweep(
         load=parse_load(load, host, load_format),
         steps=parse_steps(steps),
         settings=settings_for(parse_vary(vary) if vary else None),
-        options=make_options(step_duration, rate, 20, False, True, collectors, max_bundle_mb),
+        options=make_options(step_duration, rate, None, False, True, collectors, max_bundle_mb),
         step_duration=step_duration,
         warmup=warmup,
         pid=pid,

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
 from diagnose.bundle.writer import BundleWriter
+from diagnose.collect.budget import Plan, Rates
 from diagnose.collect.target import Target
 
 #: how long the session waits for every collector to record before it opens the window
@@ -31,11 +32,13 @@ READY_TIMEOUT = 10.0
 @dataclass
 class CaptureOptions:
     duration: float = 10.0  # seconds
-    rate: int = 100  # stack samples per second (py-spy, perf)
-    # py-spy's rate is lowered so that threads x rate stays within this many thread-samples
-    # per second (see collect.pyspy.pyspy_rate); 0: never (the user chose --rate)
-    pyspy_thread_budget: int = 2000
+    rate: int = 100  # stack samples per second (py-spy, the GIL sampler, perf)
     proc_rate: int = 20  # /proc thread-state ticks per second
+    # diagnose's CPU budget in cores (collect/budget.py): the samplers' rates are lowered to
+    # fit it; None: the default (2.5% of the cores available, at least 0.05); 0: no budget
+    cpu_budget: float | None = None
+    rate_chosen: bool = False  # the user chose --rate: py-spy keeps it whatever the budget
+    proc_rate_chosen: bool = False  # the user chose --proc-rate
     native: bool = False  # py-spy --native (blocking; perf provides native stacks cheaply)
     nonblocking: bool = True  # py-spy --nonblocking
     collectors: tuple[str, ...] | None = None  # None: all that this host supports
@@ -63,6 +66,15 @@ class CaptureContext:
     # READY_TIMEOUT passed); None while the collectors start. ``deadline`` is then moved to
     # ``opened_at + duration``: a helper's start-up never eats the window.
     opened_at: float | None = None
+    #: the samplers' rates within diagnose's CPU budget (collect/budget.py), set before the
+    #: collectors start; None: the rates asked for (a context built by hand)
+    plan: Plan | None = None
+
+    def rates(self) -> Rates:
+        """The sampling rates this capture uses."""
+        if self.plan is not None:
+            return self.plan.rates
+        return Rates(self.options.rate, self.options.rate, self.options.proc_rate)
 
     def window(self) -> float:
         """Length of the measured window in seconds (so far, while it is open)."""

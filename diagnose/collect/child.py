@@ -23,7 +23,8 @@ from pathlib import Path
 
 from diagnose.spawn import spawn
 
-_LIVE: set[subprocess.Popen[bytes]] = set()
+#: every running helper, with what it does (its label: "py-spy pyspy", "perf record sched")
+_LIVE: dict[subprocess.Popen[bytes], str] = {}
 _LIVE_LOCK = threading.Lock()
 
 
@@ -60,8 +61,11 @@ class Child:
         stderr_path: Path | int,
         cwd: str | None = None,
         stdout_pipe: bool = False,
+        label: str = "",
     ) -> None:
         self.argv = list(argv)
+        #: what this helper does, as diagnose's CPU accounting names it (collect/toolcpu.py)
+        self.label = label or Path(self.argv[0]).name
         self.started = time.monotonic()
         if isinstance(stderr_path, int):
             fd = stderr_path
@@ -82,7 +86,7 @@ class Child:
             pass_fds=anchored_fds(self.argv),
         )
         with _LIVE_LOCK:
-            _LIVE.add(self.proc)
+            _LIVE[self.proc] = self.label
 
     @property
     def pid(self) -> int:
@@ -128,7 +132,7 @@ class Child:
 
     def _forget(self) -> None:
         with _LIVE_LOCK:
-            _LIVE.discard(self.proc)
+            _LIVE.pop(self.proc, None)
 
 
 def kill_all_children() -> None:
@@ -153,6 +157,11 @@ def kill_all_children() -> None:
 
 
 def live_children() -> list[int]:
+    return [pid for pid, _ in live_helpers()]
+
+
+def live_helpers() -> list[tuple[int, str]]:
+    """The running helpers: (PID, label)."""
     with _LIVE_LOCK:  # held for the copy only: nothing that can block or switch runs under it
-        procs = list(_LIVE)
-    return [p.pid for p in procs if p.poll() is None]
+        procs = list(_LIVE.items())
+    return [(p.pid, label) for p, label in procs if p.poll() is None]

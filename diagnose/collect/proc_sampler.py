@@ -35,6 +35,7 @@ from diagnose.collect.procfs import (
     parse_status,
     parse_syscall,
 )
+from diagnose.collect.toolcpu import ToolCpu
 from diagnose.errors import OutputError
 
 THREAD_COLUMNS = [
@@ -68,7 +69,10 @@ PROCESS_COLUMNS = [
     "load1",
     "sys_running",  # runnable tasks on the whole host (/proc/loadavg)
     "sys_tasks",
-    "tool_cpu_s",  # CPU seconds used by diagnose itself and its helpers (py-spy, perf), cumulative
+    # CPU seconds used by diagnose itself and its helpers (py-spy, perf), cumulative; read at
+    # the slow ticks' rate (empty between: reading every helper's stat was a fifth of the
+    # sampler's own CPU at 20 Hz)
+    "tool_cpu_s",
 ]
 CPU_COLUMNS = ["t", "cpu", "busy_jiffies", "total_jiffies"]
 
@@ -161,7 +165,10 @@ class ProcSampler(Collector):
         self.ended_early = False
         self.started_at = 0.0
         self.ended_at = 0.0
-        self._helper_cpu: dict[int, float] = {}
+        self._tool = ToolCpu()
+        self._tool_marked = 0.0  # monotonic time the window's parts were first read
+        self.tool_parts: dict[str, float] = {}  # CPU-s by part over the window (toolcpu.py)
+        self.tool_parts_span = 0.0
 
     def probe(self, ctx: CaptureContext) -> str | None:
         if not os.path.isdir(f"/proc/{ctx.target.pid}/task"):
@@ -197,7 +204,7 @@ class ProcSampler(Collector):
     def _loop(self, ctx: CaptureContext) -> None:
         pid = ctx.target.pid
         base = f"/proc/{pid}/task"
-        period = 1.0 / ctx.options.proc_rate
+        period = 1.0 / ctx.rates().proc
         w = ctx.writer
         files: dict[int, _ThreadFiles] = {}
         no_fd_tids: set[int] = set()
@@ -226,6 +233,9 @@ class ProcSampler(Collector):
                     next_tick += period
                     t = round(now - ctx.t0, 4)
                     alive = self._tick(ctx, t, base, files, no_fd_tids, tw, pw, cw)
+                    if ctx.opened_at is not None and not self._tool.started:
+                        self._tool.mark_start()
+                        self._tool_marked = time.monotonic()
                     if now >= next_scan:
                         self._scan(host, t, hw)
                         next_scan = now + HOST_SCAN_EVERY_S
@@ -237,6 +247,9 @@ class ProcSampler(Collector):
                         break
             finally:
                 self.ended_at = ctx.elapsed()
+                if self._tool.started:
+                    self.tool_parts = self._tool.since_start()
+                    self.tool_parts_span = time.monotonic() - self._tool_marked
                 for tf in files.values():
                     tf.close()
                 if host.scans:  # the span's end: the last tick's time
@@ -293,7 +306,7 @@ class ProcSampler(Collector):
                 load[0] if load else "",
                 running,
                 tasks,
-                round(self._tool_cpu(), 3),
+                round(self._tool.total(), 3) if slow else "",
             ]
         )
         stat_all = _read_file("/proc/stat")
@@ -307,22 +320,6 @@ class ProcSampler(Collector):
         for row in host.scan(t, [os.getpid(), *live_children()]):
             hw.writerow(row)
         hw.commit()
-
-    def _tool_cpu(self) -> float:
-        """What diagnose costs the host so far: this process (the sampler included) and its
-        helpers; a helper that has exited keeps the last value read, so the sum never drops."""
-        total = 0.0
-        own = _read_file("/proc/self/stat")
-        if own:
-            st = parse_stat(own)
-            total = (st.utime + st.stime) / CLK_TCK
-        for pid in live_children():
-            text = _read_file(f"/proc/{pid}/stat")
-            if text:
-                st = parse_stat(text)
-                cpu = (st.utime + st.stime) / CLK_TCK
-                self._helper_cpu[pid] = max(self._helper_cpu.get(pid, 0.0), cpu)
-        return total + sum(self._helper_cpu.values())
 
     def _thread_row(
         self,
@@ -411,7 +408,7 @@ class ProcSampler(Collector):
         files = ["proc/threads.csv", "proc/process.csv", "proc/cpus.csv", "proc/host.csv"]
         files = [f for f in files if ctx.writer.is_file(f)]
         details: dict[str, object] = {
-            "rate_hz": ctx.options.proc_rate,
+            "rate_hz": ctx.rates().proc,
             "ticks": self.ticks,
             "rows": self.rows,
             "threads_seen": len(self.threads_seen),
@@ -419,6 +416,10 @@ class ProcSampler(Collector):
             "late_ticks": self.lag_ticks,
             "window": [round(self.started_at, 3), round(self.ended_at, 3)],
         }
+        if self.tool_parts:
+            # diagnose's own CPU while the window was open, by thread and helper (toolcpu.py)
+            details["tool_cpu_parts_s"] = self.tool_parts
+            details["tool_cpu_parts_span_s"] = round(self.tool_parts_span, 3)
         if self.unreadable:
             details["unreadable"] = sorted(self.unreadable)
         if self.ticks == 0:

@@ -47,6 +47,8 @@ from diagnose.formats.stacks import Interval, StackTable, ThreadFrame, format_fo
 from diagnose.spawn import run as spawn_run
 
 CHUNK_SECONDS = 60.0
+#: once py-spy samples, how often its runner looks at it (and at a stop or the deadline)
+SETTLED_POLL_S = 0.25
 #: what py-spy prints (to stdout, into the same file as its stderr) once it has attached
 #: and samples: the moment the collector records
 SAMPLING = "py-spy> Sampling process"
@@ -113,13 +115,22 @@ class _ChunkedPySpy:
             err = ctx.writer.path(f"python/{self.name}-{index:03d}.stderr")
             argv = self.argv_for(max(1, math.ceil(secs) + 1), out)  # type: ignore[operator]
             spawn_t = time.monotonic() - ctx.t0
-            child = Child(argv, err)
+            child = Child(argv, err, label=f"py-spy {self.name}")
             self.child = child
             chunk_cap = time.monotonic() + CHUNK_SECONDS
             rc: int | None = None
             while True:
-                rc = child.wait(0.1 if self.settled.is_set() else 0.02)
+                if self.settled.is_set():
+                    # one timed wait on an event, not Popen.wait's polling (about 70 wake-ups
+                    # a second, 0.006 of a core per py-spy): a stop, the window's end or
+                    # py-spy's exit is seen within SETTLED_POLL_S
+                    until = min(chunk_cap, ctx.deadline) - time.monotonic()
+                    self._stop.wait(max(0.0, min(SETTLED_POLL_S, until)))
+                    rc = child.poll()
+                else:
+                    rc = child.wait(0.02)
                 if rc is not None:
+                    child.wait()  # reaped: forget it
                     break
                 if not self.settled.is_set() and SAMPLING in child.stderr_text(4096):
                     self.recording_at = time.monotonic()
@@ -184,21 +195,14 @@ class _PySpyBased(Collector):
             self.runner.stop()
 
 
-#: py-spy's rate is never lowered below this (samples per second per thread)
-MIN_PYSPY_RATE = 10
-
-
-def pyspy_rate(rate: int, threads: int, budget: int) -> int:
-    """py-spy's sampling rate for a process of ``threads`` threads.
-
-    py-spy reads every thread's stack at every sample, so its CPU grows with threads x rate
-    (measured: 0.6 core at 100 Hz on 65 threads, which cost that service 11-13% of its
-    throughput on 2 cores against 4% at 30 Hz). The rate is lowered so that threads x rate
-    stays within ``budget`` thread-samples per second, never below MIN_PYSPY_RATE nor above
-    ``rate``; a budget of 0 keeps ``rate`` (the user chose it)."""
-    if budget <= 0 or threads <= 0:
-        return rate
-    return max(min(rate, MIN_PYSPY_RATE), min(rate, budget // threads))
+def lowered_note(ctx: CaptureContext, asked: int) -> str:
+    """Why a sampler runs below the rate asked for (the collector's ``rate_note``)."""
+    budget, threads = (ctx.plan.budget_cores, ctx.plan.threads) if ctx.plan else (0.0, 0)
+    return (
+        f"lowered from {asked} Hz to keep diagnose within its CPU budget ({budget:g} cores; "
+        f"{threads} threads: a sampler's cost grows with threads x rate); --rate keeps a "
+        "rate, --cpu-budget changes the budget"
+    )
 
 
 def _thread_count(pid: int) -> int:
@@ -246,9 +250,7 @@ class PySpyCollector(_PySpyBased):
 
     def start(self, ctx: CaptureContext) -> None:
         self.threads_at_start = _thread_count(ctx.target.pid)
-        self.rate = pyspy_rate(
-            ctx.options.rate, self.threads_at_start, ctx.options.pyspy_thread_budget
-        )
+        self.rate = ctx.rates().pyspy
         self.runner = _ChunkedPySpy("trace", self._argv(ctx), ctx, "json")
         self.runner.start()
 
@@ -274,10 +276,7 @@ class PySpyCollector(_PySpyBased):
             "py_spy": pyspy_version(self.binary or "py-spy"),
         }
         if self.rate != ctx.options.rate:
-            details["rate_note"] = (
-                f"lowered from {ctx.options.rate} Hz: {self.threads_at_start} threads at the "
-                f"start (py-spy's cost grows with threads x rate; --rate keeps a rate)"
-            )
+            details["rate_note"] = lowered_note(ctx, ctx.options.rate)
         tables = PythonTables(ctx)
         problems: list[str] = []
         samples_total = 0
@@ -428,6 +427,7 @@ class GilCollector(_PySpyBased):
 
     name = "gil"
     description = "samples in which each thread held the GIL (py-spy --gil)"
+    rate = 100
 
     def probe(self, ctx: CaptureContext) -> str | None:
         if ctx.target.is_python and ctx.options.native:
@@ -437,11 +437,12 @@ class GilCollector(_PySpyBased):
     def start(self, ctx: CaptureContext) -> None:
         binary = self.binary
         assert binary is not None
+        self.rate = ctx.rates().gil
 
         def argv(seconds: int, out: Path) -> list[str]:
             return [
                 binary, "record", "--pid", str(ctx.target.pid), "--threads", "--gil", "--full-filenames",
-                "--nonblocking", "--rate", str(ctx.options.rate), "--duration", str(seconds),
+                "--nonblocking", "--rate", str(self.rate), "--duration", str(seconds),
                 "--format", "raw", "--output", str(out),
             ]  # fmt: skip
 
@@ -469,7 +470,9 @@ class GilCollector(_PySpyBased):
             files.append(rel)
             for tid, name, stack, count in parse_raw(ctx.writer.read_text(rel)):
                 rows.append(((ThreadFrame(tid, name).format(), *stack), count))
-        details = {"samples": samples_total, "rate_hz": ctx.options.rate}
+        details: dict[str, object] = {"samples": samples_total, "rate_hz": self.rate}
+        if self.rate != ctx.options.rate:
+            details["rate_note"] = lowered_note(ctx, ctx.options.rate)
         window = ctx.window()
         ran = sum(end - spawn for _r, spawn, end, _rc, _e in runner.chunks)
         if samples_total == 0 and not (problems or not files) and not covered_most(ran, window):

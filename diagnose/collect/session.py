@@ -40,9 +40,11 @@ from diagnose.collect.base import (
     Collector,
     CollectorFailed,
 )
+from diagnose.collect.budget import Plan, Rates, default_budget, plan_rates
 from diagnose.collect.child import kill_all_children
 from diagnose.collect.redact import redact_argv
 from diagnose.collect.registry import build_collectors
+from diagnose.collect.system import cpu_capacity
 from diagnose.collect.target import Target, check_trace_access, resolve_target
 from diagnose.errors import Busy, OutputError, UsageError
 
@@ -257,7 +259,11 @@ def _capture_locked(
         deadline=t0 + READY_TIMEOUT + options.duration,  # until the window opens
     )
     collectors = build_collectors(options.collectors)
+    ctx.plan = plan_for(target.pid, options)
     manifest = _first_manifest(target, options, command, t0)
+    manifest.capture = replace(
+        manifest.capture, proc_rate_hz=ctx.plan.rates.proc, cpu_budget=ctx.plan.to_dict()
+    )
     writer.write_manifest(manifest)
     writer.reserve(RESERVE_BYTES)
     stopped_before = any(s == "T" for s in _thread_states(target.pid).values())
@@ -298,6 +304,22 @@ def _capture_locked(
         with contextlib.suppress(OutputError):
             writer.write_manifest(manifest)
     return CaptureResult(out, manifest, target, writer)
+
+
+def plan_for(pid: int, options: CaptureOptions) -> Plan:
+    """The samplers' rates for this target within diagnose's CPU budget (collect/budget.py):
+    its thread count and the cores it may use, read now."""
+    try:
+        threads = len(os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        threads = 0
+    budget = options.cpu_budget
+    if budget is None:
+        budget = default_budget(cpu_capacity(pid).get("cores_available"))
+    asked = Rates(options.rate, options.rate, options.proc_rate)
+    return plan_rates(
+        asked, threads, budget, keep_pyspy=options.rate_chosen, keep_proc=options.proc_rate_chosen
+    )
 
 
 def _check_free_space(writer: BundleWriter, options: CaptureOptions) -> None:

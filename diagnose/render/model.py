@@ -217,6 +217,10 @@ def _environment(m: dict[str, Any], system: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+#: analysis.extra entries the report shows in their own section, not under "extra"
+_PLACED_ELSEWHERE = ("gil_holders", "gil_sites", "tool_cpu_parts")
+
+
 def build_report(bundle: Bundle, analysis: Analysis, verdict: Verdict, ruleset: RuleSet) -> Report:
     man = bundle.manifest
     m = analysis.metrics
@@ -237,10 +241,13 @@ def build_report(bundle: Bundle, analysis: Analysis, verdict: Verdict, ruleset: 
             "duration_actual": None,
             "ended_by": None,
             "window_start_s": 0.0,  # bundles from before the window waited for collectors
+            "cpu_budget": None,  # bundles from before diagnose had a CPU budget
             **man.capture.to_dict(),
             # what measuring cost: diagnose and every helper, while capturing (metrics)
             "tool_cpu_cores": m.get("tool_cpu_cores"),
             "tool_cpu_share": m.get("tool_cpu_share"),
+            # ... and what it went to, by diagnose's threads and helpers (analyse/host.py)
+            "tool_cpu_parts": analysis.extra.get("tool_cpu_parts", []),
         },
         "verdict": _verdict_section(verdict, m),
         "findings": [f.to_dict() for f in verdict.findings],
@@ -271,6 +278,6 @@ def build_report(bundle: Bundle, analysis: Analysis, verdict: Verdict, ruleset: 
             for f in ("python/python.speedscope.json", "native/native.speedscope.json")
             if bundle.has(f)
         ],
-        "extra": {k: v for k, v in analysis.extra.items() if k not in ("gil_holders", "gil_sites")},
+        "extra": {k: v for k, v in analysis.extra.items() if k not in _PLACED_ELSEWHERE},
     }
     return cast(Report, jsonable(report))  # the same shape, as JSON values

@@ -60,6 +60,10 @@ def ended(ended_by: object) -> str:
     return f"ended: {value}"
 
 
+#: the costliest parts of diagnose's own CPU named in the one-line summary
+TOOL_PARTS_SHOWN = 3
+
+
 def tool_cost(capture: dict[str, object]) -> str:
     """What measuring cost the host, in words, from the report's ``capture``: the CPU that
     diagnose and every helper it ran (py-spy, perf) used while capturing. Plain text."""
@@ -69,4 +73,29 @@ def tool_cost(capture: dict[str, object]) -> str:
     text = f"diagnose and its helpers used {cores:.2f} cores while capturing"
     if isinstance(share, (int, float)) and not isinstance(share, bool):
         text += f" ({share:.0%} of the cores available)"
-    return text
+    parts = capture.get("tool_cpu_parts")
+    if isinstance(parts, list):
+        measured = [
+            (str(p.get("part")), float(p["cores"]))
+            for p in parts
+            if isinstance(p, dict)
+            and isinstance(p.get("cores"), (int, float))
+            and not isinstance(p.get("cores"), bool)
+        ]
+        if measured:
+            most = ", ".join(f"{name} {c:.2f}" for name, c in measured[:TOOL_PARTS_SHOWN])
+            window = sum(c for _, c in measured)
+            text += f"; {window:.2f} while the window was open ({most})"
+    return text + _budget(capture.get("cpu_budget"))
+
+
+def _budget(plan: object) -> str:
+    """``; budget 0.05 cores (py-spy 100 -> 45 Hz)``: the budget and what it lowered."""
+    if not isinstance(plan, dict):
+        return ""
+    budget = plan.get("budget_cores")
+    if not isinstance(budget, (int, float)) or isinstance(budget, bool) or budget <= 0:
+        return ""
+    thinned = [str(x) for x in plan.get("thinned") or [] if isinstance(x, str)]
+    lowered = f", lowered {', '.join(thinned)}" if thinned else ", no rate lowered"
+    return f"; budget {budget:g} cores{lowered}"

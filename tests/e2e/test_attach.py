@@ -59,6 +59,17 @@ def test_manifest_lists_every_collector_with_a_status(states_bundle):
     assert m.target.is_python is True
 
 
+def test_the_tools_own_cpu_is_measured_by_part_over_the_window(states_bundle):
+    details = states_bundle.manifest.collectors["proc"].details
+    parts = details["tool_cpu_parts_s"]
+    # py-spy read the stacks and the sampler read /proc while the window was open
+    assert parts.get("py-spy trace", 0.0) > 0 and parts.get("diagnose proc", 0.0) > 0, parts
+    assert 3.5 <= details["tool_cpu_parts_span_s"] <= 6.0
+    # the parts are a share of what the sampler's running total says diagnose used
+    total = pd.read_csv(states_bundle.path("proc/process.csv"))["tool_cpu_s"].dropna()
+    assert sum(parts.values()) <= total.iloc[-1] - total.iloc[0] + 0.05
+
+
 def test_spinning_thread_is_running_with_rising_utime(states_bundle):
     tid = threads_by_name(states_bundle)["spinner"]
     df = pd.read_csv(states_bundle.path("proc/threads.csv"))
@@ -143,15 +154,15 @@ def test_python_versions(version, tmp_path):
     assert system["python"]["runtime"] is not None  # the GIL's address range was found
 
 
-def test_pyspy_lowers_its_rate_on_a_process_with_many_threads(tmp_path):
-    """On many threads py-spy samples at budget/threads Hz (its cost grows with threads x
-    rate), and at the rate asked for when --rate is given (budget 0).
+def test_pyspy_lowers_its_rate_to_fit_the_cpu_budget_unless_a_rate_is_given(tmp_path):
+    """Within diagnose's CPU budget py-spy samples at a rate its cost (threads x rate)
+    affords, and at the rate asked for when --rate is given.
 
-    The default budget (2000, so 30 Hz on 65 threads) is tests/unit/test_pyspy_rate.py's.
-    Here the budget puts the lowered rate at the 10 Hz floor on 25 threads: a tenth of the
-    100 Hz asked for, and far below what py-spy can sample on a loaded 2-core host. The
-    contrast the default gives (30 Hz against 100 Hz on 65 threads) vanishes under load:
-    py-spy's own CPU caps both near 1500 thread-samples/s (3055 against 3640 samples)."""
+    The default budget's rates are tests/unit/test_budget.py's. Here a budget of a
+    thousandth of a core puts py-spy at its 10 Hz floor on 25 threads: a tenth of the
+    100 Hz asked for, and far below what py-spy can sample on a loaded 2-core host (under
+    load py-spy's own CPU caps it near 1500 thread-samples/s: 30 Hz against 100 Hz on 65
+    threads gave 3055 against 3640 samples)."""
     proc = subprocess.Popen(
         [sys.executable, str(ROOT / "samples" / "lock_contention.py"), "--threads", "24",
          "--seconds", "30"],
@@ -164,19 +175,20 @@ def test_pyspy_lowers_its_rate_on_a_process_with_many_threads(tmp_path):
             deadline -= 1
             time.sleep(0.1)
         threads = len(list(Path(f"/proc/{proc.pid}/task").iterdir()))
-        budget = 10 * threads  # 10 Hz
-        auto = capture(
-            proc.pid, tmp_path / "auto", CaptureOptions(duration=2.5, pyspy_thread_budget=budget)
-        )
+        auto = capture(proc.pid, tmp_path / "auto", CaptureOptions(duration=2.5, cpu_budget=0.001))
         chosen = capture(
-            proc.pid, tmp_path / "chosen", CaptureOptions(duration=2.5, pyspy_thread_budget=0)
+            proc.pid,
+            tmp_path / "chosen",
+            CaptureOptions(duration=2.5, cpu_budget=0.001, rate_chosen=True),
         )
     finally:
         proc.kill()
         proc.wait()
     d = Bundle.open(auto.bundle).manifest.collectors["pyspy"].details
     assert d["rate_hz"] == 10
-    assert f"{threads} threads" in d["rate_note"]
+    assert f"{threads} threads" in d["rate_note"] and "0.001 cores" in d["rate_note"]
+    budget = Bundle.open(auto.bundle).manifest.capture.cpu_budget
+    assert budget is not None and "py-spy 100 -> 10 Hz" in budget["thinned"]
     # about rate x threads x the seconds py-spy ran: it started after the capture did and
     # was stopped at the window's end (recording_s[1]). Not the seconds its samples covered:
     # py-spy's timer (src/timer.rs) keeps a schedule from its start and takes the ticks it

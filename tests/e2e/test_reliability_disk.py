@@ -121,7 +121,9 @@ def test_a_disk_that_fills_up_ends_the_capture_cleanly(tmp_path):
     # that margin off, to reach a write that fails with ENOSPC
     with tmpfs(tmp_path / "tiny", 4) as disk, started(BUSY_TARGET) as target:
         result = capture(
-            target.pid, disk / "b", CaptureOptions(duration=30, proc_rate=100, min_free_bytes=0)
+            target.pid,
+            disk / "b",
+            CaptureOptions(duration=30, proc_rate=100, proc_rate_chosen=True, min_free_bytes=0),
         )
         assert not wait_no_helpers(target.pid, 5)
         assert settled_health(target.pid).ok

@@ -64,6 +64,20 @@ def test_process_and_host_cpu_tell_the_target_s_cpu_from_diagnose_s_and_others()
     assert m["host_foreign_cpu_share"] == pytest.approx(0.2)  # minus diagnose's 0.1
 
 
+def test_diagnose_s_cpu_is_read_over_the_ticks_that_read_it():
+    # GIVEN diagnose's CPU read at every 5th tick only (empty between), 0.1 core, and a
+    # last tick without a reading
+    t = [i * 0.05 for i in range(12)]
+    tool = [round(i * 0.005, 4) if i % 5 == 0 else float("nan") for i in range(12)]
+    process = pd.DataFrame({
+        "t": t, "utime": t, "stime": [0.0] * 12, "rss_bytes": [2**20] * 12, "minflt": [0] * 12,
+        "majflt": [0] * 12, "threads": [4] * 12, "tool_cpu_s": tool,
+    })  # fmt: skip
+    m = run(bundle_data(process=process), host.process_metrics).metrics
+    # THEN the rate is over the 0.5 s between the first and last reading, not the 0.55 s span
+    assert m["tool_cpu_cores"] == pytest.approx(0.1)
+
+
 # --- thread states and scheduling ----------------------------------------------------------
 
 

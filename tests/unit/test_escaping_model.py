@@ -125,6 +125,7 @@ def real(tmp_path_factory) -> dict[str, Any]:
         {"name": "OpenBLAS", "threads": [8], "cpu_share": 0.5, "spin_share": 0.4,
          "fix": "OPENBLAS_NUM_THREADS=1"}
     ]  # fmt: skip
+    report["capture"]["tool_cpu_parts"] = [{"part": "py-spy trace", "cpu_s": 0.5, "cores": 0.05}]
     report["extra"]["host_processes"] = [
         {"pid": 5150, "comm": "locust", "role": "client", "cores": 0.8},
         {"pid": 4242, "comm": "stress", "role": "other", "cores": 0.3},

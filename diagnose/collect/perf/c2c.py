@@ -41,7 +41,7 @@ class C2cCollector(PerfCollectorBase):
             "--no-bpf-event", "-N", "-B", "-k", "CLOCK_MONOTONIC",
             "--max-size", f"{MAX_BYTES // 1024}K", "-p", str(ctx.target.pid), "sleep", str(seconds),
         ]  # fmt: skip
-        self.child = Child(argv, ctx.writer.path("c2c/perf-record.stderr"))
+        self.child = Child(argv, ctx.writer.path("c2c/perf-record.stderr"), label="perf record c2c")
 
     def finish(self, ctx: CaptureContext, timeout: float) -> CollectorRecord:
         child = self.child
@@ -60,6 +60,7 @@ class C2cCollector(PerfCollectorBase):
                 [self.perf, "c2c", "report", "-i", str(data), "--stdio", "-c", "tid,iaddr",
                  "--full-symbols"],
                 report,
+                label="perf c2c report",
             )  # fmt: skip
             if rep_child.wait(REPORT_TIMEOUT) is None:
                 rep_child.stop(grace=5)

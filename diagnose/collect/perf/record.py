@@ -113,7 +113,9 @@ class PerfRecord:
         self.started_t = self.ctx.elapsed()
         self.target_cpu_at_start = target_cpu_seconds(self.ctx.target.pid)
         self.delayed = capabilities_for(self.ctx.t0).has("delay")
-        self.child = Child(self.argv(), self.ctx.writer.path(self.stderr_rel))
+        self.child = Child(
+            self.argv(), self.ctx.writer.path(self.stderr_rel), label=f"perf record {self.subdir}"
+        )
 
     def wait_recording(self, until: float) -> float | None:
         """Wait (until monotonic ``until`` at most, or a stop) for perf to say its events
@@ -324,7 +326,8 @@ def perf_script(
     """Lines of ``perf script`` over ``data``, streamed (memory stays flat). Stopped after
     ``timeout`` seconds: the lines read so far are still used."""
     argv = [perf, "script", "-i", str(data), "-F", fields, "--ns", "--no-inline", *extra]
-    child = Child(argv, ctx.writer.path(stderr_rel), stdout_pipe=True)
+    label = f"perf script {Path(stderr_rel).parent}"
+    child = Child(argv, ctx.writer.path(stderr_rel), stdout_pipe=True, label=label)
     timer = threading.Timer(timeout, child.stop)
     timer.daemon = True
     timer.start()
