@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shlex
 import shutil
 import sys
 import time
@@ -118,10 +119,18 @@ def verdict_row(rep: dict[str, Any]) -> dict[str, Any]:
 
 
 def capture(
-    pid: int, duration: float, out: Path, keep: Path, keep_bundle: bool = False
+    pid: int,
+    duration: float,
+    out: Path,
+    keep: Path,
+    keep_bundle: bool = False,
+    variant: str = "",
 ) -> dict[str, Any]:
-    rc, wall, rep = attach(pid, duration, out, timeout=duration * 4 + 180)
+    extra = shlex.split(variant)
+    rc, wall, rep = attach(pid, duration, out, timeout=duration * 4 + 180, extra=extra)
     row: dict[str, Any] = {"rc": rc, "wall_s": round(wall, 1)}
+    if variant:
+        row["variant"] = variant
     if rep is not None:
         row.update(verdict_row(rep))
     if keep_bundle and out.is_dir():
@@ -147,7 +156,9 @@ def run_target(t: Target, args: argparse.Namespace, work: Path, path: Path) -> l
         time.sleep(t.warmup_s)
         for i in range(args.captures):
             keep = path.parent / path.stem / f"{t.name}-{i}"
-            row = capture(pid, args.duration, work / "bundle", keep, args.keep_bundles)
+            variants = args.variants.split(";") if args.variants else [""]
+            variant = variants[i % len(variants)].strip()
+            row = capture(pid, args.duration, work / "bundle", keep, args.keep_bundles, variant)
             row = {"sample": t.name, "capture": i, "expected": t.expected, **row}
             row["right"] = t.right(row.get("category"), row.get("kind"))
             row["loadavg"] = loadavg()
@@ -310,6 +321,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--summarise", type=Path, help="write the document from a raw-rows file")
     p.add_argument("--keep-bundles", action="store_true", help="keep every capture's whole bundle")
     p.add_argument("--replay", type=Path, help="judge the bundles a --keep-bundles run kept, again")
+    p.add_argument(
+        "--variants",
+        default="",
+        help="';'-separated attach options the captures of each sample take in turn, side by "
+        "side on the same running service (e.g. ';--cpu-budget 0'; an empty one: the defaults)",
+    )
     args = p.parse_args(argv)
     ts = targets(args.names)
     if args.replay or args.summarise:

@@ -250,13 +250,16 @@ def run_timed(argv: Sequence[str], timeout: float) -> tuple[int, float, float, i
     return proc.returncode, wall, usage["cpu_s"], usage["maxrss_kib"]
 
 
-def attach(pid: int, seconds: float, out: Path, timeout: float) -> tuple[int, float, Any]:
-    """``diagnose attach PID`` at its defaults into ``out`` (emptied first).
+def attach(
+    pid: int, seconds: float, out: Path, timeout: float, extra: Sequence[str] = ()
+) -> tuple[int, float, Any]:
+    """``diagnose attach PID`` at its defaults (plus ``extra`` options) into ``out`` (emptied
+    first).
 
     Returns (exit code, wall seconds, the parsed report.json, or None if none was written).
     """
     shutil.rmtree(out, ignore_errors=True)
-    argv = [*DIAGNOSE, "attach", str(pid), "-d", f"{seconds:g}", "-o", str(out)]
+    argv = [*DIAGNOSE, "attach", str(pid), "-d", f"{seconds:g}", "-o", str(out), *extra]
     rc, wall, _, _ = run_timed(argv, timeout=timeout)
     report = out / "report.json"
     return rc, wall, json.loads(report.read_text()) if report.exists() else None

@@ -239,7 +239,19 @@ def test_a_pool_spinning_on_cores_others_want_is_named_with_its_size_fix():
 
 def test_near_miss_a_spinning_pool_with_cores_to_spare_costs_nothing():
     # the same spin, but nobody waits for a core: the spin burns idle cores
-    m = healthy(**{**POOL_SPIN, "runq_to_oncpu_ratio": 0.4})
+    m = healthy(**{**POOL_SPIN, "runq_to_oncpu_ratio": 0.1})
+    assert when("scheduling.pool_spin", m) is False
+
+
+def test_a_pool_that_spins_most_of_the_time_needs_only_a_modest_wait():
+    # threaded_openblas captured within diagnose's CPU budget: 76% spin, 0.24 s of wait per
+    # second run (OPENBLAS_NUM_THREADS=1 raised its throughput 1.4x)
+    m = healthy(**{**POOL_SPIN, "oncpu_share_spin": 0.76, "runq_to_oncpu_ratio": 0.24})
+    assert when("scheduling.pool_spin", m) is True
+
+
+def test_near_miss_a_pool_that_spins_a_third_of_the_time_needs_a_longer_wait():
+    m = healthy(**{**POOL_SPIN, "oncpu_share_spin": 0.35, "runq_to_oncpu_ratio": 0.4})
     assert when("scheduling.pool_spin", m) is False
 
 
