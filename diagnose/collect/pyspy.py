@@ -205,18 +205,10 @@ def lowered_note(ctx: CaptureContext, asked: int) -> str:
     )
 
 
-def _thread_count(pid: int) -> int:
-    try:
-        return len(os.listdir(f"/proc/{pid}/task"))
-    except OSError:
-        return 0
-
-
 class PySpyCollector(_PySpyBased):
     name = "pyspy"
     description = "Python stacks of every thread (py-spy, nonblocking by default)"
     rate = 100
-    threads_at_start = 0
 
     def _argv(self, ctx: CaptureContext) -> object:
         binary = self.binary
@@ -249,7 +241,6 @@ class PySpyCollector(_PySpyBased):
         return argv
 
     def start(self, ctx: CaptureContext) -> None:
-        self.threads_at_start = _thread_count(ctx.target.pid)
         self.rate = ctx.rates().pyspy
         self.runner = _ChunkedPySpy("trace", self._argv(ctx), ctx, "json")
         self.runner.start()
