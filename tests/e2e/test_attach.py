@@ -74,7 +74,10 @@ def test_spinning_thread_is_running_with_rising_utime(states_bundle):
     tid = threads_by_name(states_bundle)["spinner"]
     df = pd.read_csv(states_bundle.path("proc/threads.csv"))
     mine = df[df["tid"] == tid].sort_values("t")
-    assert len(mine) >= 40  # 20 Hz for 4 s, minus start-up
+    # half the ticks of the 4 s window at least (ticks come late on a loaded host), at the
+    # rate the CPU budget chose (5-20 Hz on this target)
+    rate = states_bundle.manifest.collectors["proc"].details["rate_hz"]
+    assert len(mine) >= rate * 2
     assert (mine["state"] == "R").mean() > 0.5
     assert mine["utime"].iloc[-1] > mine["utime"].iloc[0]
     assert mine["oncpu_ns"].is_monotonic_increasing
