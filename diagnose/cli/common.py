@@ -57,6 +57,77 @@ _CAPTURE_PARAMS = ("duration", "rate", "proc_rate", "cpu_budget", "native", "non
                    "collectors", "false_sharing", "max_bundle_mb")  # fmt: skip
 
 
+#: the capture options, outermost first (applied by capture_options)
+_CAPTURE_OPTS = [
+    click.option(
+        "--duration",
+        "-d",
+        type=float,
+        default=10.0,
+        show_default=True,
+        help="Seconds to capture.",
+    ),
+    click.option(
+        "--rate",
+        "-r",
+        type=int,
+        default=None,
+        help="Stack samples per second (py-spy, its GIL sampler, perf). Default: 100, "
+        "lowered for py-spy and the GIL sampler to fit --cpu-budget (their cost grows "
+        "with threads x rate). Given, py-spy keeps it.",
+    ),
+    click.option(
+        "--proc-rate",
+        type=int,
+        default=None,
+        help="Thread-state ticks per second (/proc). Default: 20, lowered to fit --cpu-budget.",
+    ),
+    click.option(
+        "--cpu-budget",
+        type=float,
+        default=None,
+        metavar="CORES",
+        help="diagnose's own CPU while capturing, in cores: the samplers' rates are "
+        "lowered to fit it (the report shows what was lowered and what diagnose used). "
+        "Default: 2.5% of the cores the target may use, at least 0.05; 0: no budget "
+        "(docs/performance.md).",
+    ),
+    click.option(
+        "--native/--no-native",
+        default=False,
+        show_default=True,
+        help="py-spy --native: native frames from py-spy (blocking mode, costs the target 16-32%). Native stacks come from perf by default, at no measurable cost.",
+    ),
+    click.option(
+        "--nonblocking/--blocking",
+        default=True,
+        show_default=True,
+        help="py-spy mode. Blocking stops every thread at every sample (3-15% cost; 76% on a 65-thread service, docs/performance.md).",
+    ),
+    click.option(
+        "--collectors",
+        default=None,
+        metavar="LIST",
+        help=f"Comma-separated collectors to run (default: all this host supports). Known: {', '.join(COLLECTORS)}.",
+    ),
+    click.option(
+        "--false-sharing",
+        is_flag=True,
+        default=False,
+        help="Also find cache lines written by several threads (false and true sharing) "
+        "from cpu-clock samples with user registers: no PMU needed (collector "
+        "false_sharing, x86-64; docs/design.md).",
+    ),
+    click.option(
+        "--max-bundle-mb",
+        type=int,
+        default=1024,
+        show_default=True,
+        help="Disk budget of the bundle; the capture stops early when it is reached.",
+    ),
+]
+
+
 def capture_options(f: F) -> F:
     """The capture's options (attach, run), handed to the command as one ``options:
     CaptureOptions`` (bad values are refused here, exit 2)."""
@@ -66,76 +137,8 @@ def capture_options(f: F) -> F:
         given = {k: kwargs.pop(k) for k in _CAPTURE_PARAMS}
         return f(*args, options=make_options(**given), **kwargs)
 
-    opts = [
-        click.option(
-            "--duration",
-            "-d",
-            type=float,
-            default=10.0,
-            show_default=True,
-            help="Seconds to capture.",
-        ),
-        click.option(
-            "--rate",
-            "-r",
-            type=int,
-            default=None,
-            help="Stack samples per second (py-spy, its GIL sampler, perf). Default: 100, "
-            "lowered for py-spy and the GIL sampler to fit --cpu-budget (their cost grows "
-            "with threads x rate). Given, py-spy keeps it.",
-        ),
-        click.option(
-            "--proc-rate",
-            type=int,
-            default=None,
-            help="Thread-state ticks per second (/proc). Default: 20, lowered to fit --cpu-budget.",
-        ),
-        click.option(
-            "--cpu-budget",
-            type=float,
-            default=None,
-            metavar="CORES",
-            help="diagnose's own CPU while capturing, in cores: the samplers' rates are "
-            "lowered to fit it (the report shows what was lowered and what diagnose used). "
-            "Default: 2.5% of the cores the target may use, at least 0.05; 0: no budget "
-            "(docs/performance.md).",
-        ),
-        click.option(
-            "--native/--no-native",
-            default=False,
-            show_default=True,
-            help="py-spy --native: native frames from py-spy (blocking mode, costs the target 16-32%). Native stacks come from perf by default, at no measurable cost.",
-        ),
-        click.option(
-            "--nonblocking/--blocking",
-            default=True,
-            show_default=True,
-            help="py-spy mode. Blocking stops every thread at every sample (3-15% cost; 76% on a 65-thread service, docs/performance.md).",
-        ),
-        click.option(
-            "--collectors",
-            default=None,
-            metavar="LIST",
-            help=f"Comma-separated collectors to run (default: all this host supports). Known: {', '.join(COLLECTORS)}.",
-        ),
-        click.option(
-            "--false-sharing",
-            is_flag=True,
-            default=False,
-            help="Also find cache lines written by several threads (false and true sharing) "
-            "from cpu-clock samples with user registers: no PMU needed (collector "
-            "false_sharing, x86-64; docs/design.md).",
-        ),
-        click.option(
-            "--max-bundle-mb",
-            type=int,
-            default=1024,
-            show_default=True,
-            help="Disk budget of the bundle; the capture stops early when it is reached.",
-        ),
-    ]
     wrapped: Any = command
-    for o in reversed(opts):
+    for o in reversed(_CAPTURE_OPTS):
         wrapped = o(wrapped)
     return wrapped  # type: ignore[no-any-return]
 
