@@ -2,7 +2,7 @@
 
 Samples are small, self-terminating stand-ins for inference services, each with one known
 bottleneck (see samples/README.md). They print, on exit, one JSON line on stdout:
-{"sample": ..., "requests": ..., "seconds": ..., "rps": ..., "p50_ms": ..., "p99_ms": ...}
+{"sample": ..., "requests": ..., "seconds": ..., "rps": ..., "p50_ms": ..., "p99_ms": ..., "mean_ms": ...}
 which the benchmarks use to measure what diagnose costs the target. With ``--timestamps PATH``
 the end time of every request (``time.monotonic()``, one per line) is also written to PATH
 on exit, so a benchmark can count the requests served inside any window (a profiler's).
@@ -125,6 +125,7 @@ def serve(
         "rps": round(len(lat) / elapsed, 2) if elapsed > 0 else 0.0,
         "p50_ms": pct(0.50),
         "p99_ms": pct(0.99),
+        "mean_ms": round(sum(lat) / len(lat) * 1000, 3) if lat else None,
     }
     if _timestamps_path:
         with open(_timestamps_path, "w") as f:

@@ -26,7 +26,7 @@ from tests.e2e.cli import run_cli, sample_argv
 @pytest.fixture(scope="module")
 def bundles(tmp_path_factory) -> tuple[Path, Path]:
     """The two bundles; next to each, BUNDLE.log holds the sample's own stats line
-    (requests, seconds, p50_ms, p99_ms over its run), printed when diagnose stops it."""
+    (requests, seconds, p50_ms, p99_ms, mean_ms over its run), printed when diagnose stops it."""
     base = tmp_path_factory.mktemp("compare")
     out = []
     for threads in ("16", "1"):
@@ -92,11 +92,14 @@ def test_the_services_own_figures_come_first_and_the_fix_reads_as_one(bundles, t
     c = json.loads(res_json.stdout)
     s = c["service"]
     rows = {r["name"]: r for r in s["rows"]}
-    # THEN the latency the fix was for leads: 16 threads on one lock wait for each other
-    # (p50 ~16 model calls), one thread never waits (p50 one call)
-    # (5x measured on a loaded 2-core host, 30x quiet; "better" is a fall beyond 15%)
-    p50 = rows["p50_ms"]
-    assert p50["change"] == "better", p50
+    # THEN the latency the fix was for leads: 16 threads on one lock wait for each other, one
+    # thread never waits. The mean is the contrast that holds: by Little's law it is 16 calls
+    # against one at about the same throughput. The p50 is not: the lock is not fair, and on
+    # a loaded host one thread can re-take it again and again (p50 one call, p99 seconds; a CI
+    # run had p50 "same").
+    mean = rows["mean_ms"]
+    assert mean["change"] == "better" and mean["after"] < mean["before"] / 3, mean
+    assert rows["p99_ms"]["change"] == "better", rows["p99_ms"]
     assert s["outcome"] != "regressed", s
     assert res.stdout.startswith("Service: ") and "p50 " in res.stdout.splitlines()[0]
     assert res.stdout.splitlines()[1].startswith("Verdict: ")
