@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -50,11 +51,6 @@ bundle_out_option = click.option(
 
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-#: the capture options' parameter names, gathered into one CaptureOptions by capture_options
-_CAPTURE_PARAMS = ("duration", "rate", "proc_rate", "cpu_budget", "native", "nonblocking",
-                   "collectors", "false_sharing", "max_bundle_mb")  # fmt: skip
 
 
 #: the capture options, outermost first (applied by capture_options)
@@ -134,7 +130,7 @@ def capture_options(f: F) -> F:
 
     @functools.wraps(f)
     def command(*args: Any, **kwargs: Any) -> Any:
-        given = {k: kwargs.pop(k) for k in _CAPTURE_PARAMS}
+        given = {k: kwargs.pop(k) for k in inspect.signature(make_options).parameters}
         return f(*args, options=make_options(**given), **kwargs)
 
     wrapped: Any = command

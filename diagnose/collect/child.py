@@ -23,7 +23,7 @@ from pathlib import Path
 
 from diagnose.spawn import spawn
 
-#: every running helper, with what it does (its label: "py-spy pyspy", "perf record sched")
+#: every running helper, with what it does (its label: "py-spy trace", "perf record sched")
 _LIVE: dict[subprocess.Popen[bytes], str] = {}
 _LIVE_LOCK = threading.Lock()
 

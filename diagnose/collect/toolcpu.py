@@ -1,10 +1,10 @@
 """What diagnose costs the host, by part: its own threads and each helper it runs.
 
-The /proc sampler reads the total at every tick (``tool_cpu_s`` in proc/process.csv: one
-read of /proc/self/stat and one per helper) and the parts twice, when the measured window
-opens and when it closes: diagnose's threads by name (the /proc sampler, a py-spy chunk
-reader, the main thread) and its helpers by label (``py-spy pyspy``, ``perf record sched``,
-collect/child.py). A helper that exited keeps the last value read, so no part ever drops;
+The /proc sampler reads the total at every slow tick (``tool_cpu_s`` in proc/process.csv:
+one read of /proc/self/stat and one per helper) and the parts twice, when the measured
+window opens and when it closes: diagnose's threads by name (the /proc sampler, a py-spy
+chunk reader, the main thread) and its helpers by label (``py-spy trace``, ``perf record
+sched``, collect/child.py). A helper that exited keeps the last value read, so no part ever drops;
 the CPU of diagnose's threads that ended between the two reads is ``diagnose (ended
 threads)``, the difference between the process's total and its live threads'.
 """

@@ -29,9 +29,8 @@ class PerfStatCollector(PerfCollectorBase):
         seconds = max(1, math.ceil(ctx.remaining()) + 2)
         argv = [self.perf, "stat", "-x", ",", "-e", ",".join(EVENTS),
                 "-p", str(ctx.target.pid), "--", "sleep", str(seconds)]  # fmt: skip
-        self.child = Child(
-            argv, ctx.writer.path(OUT), label="perf stat"
-        )  # perf stat writes its CSV to stderr
+        # perf stat writes its CSV to stderr
+        self.child = Child(argv, ctx.writer.path(OUT), label="perf stat")
 
     def finish(self, ctx: CaptureContext, timeout: float) -> CollectorRecord:
         child = self.child
