@@ -75,6 +75,7 @@ TOP_STACKS = 8  # hotter / colder stacks listed
 #: 0.03 -> 0 threads waiting is no news.
 ABSOLUTE_NOISE = {
     "threads": 0.25,
+    "processes": 0.25,
     "thread-s": 0.25,
     "s": 0.1,
     "cores": 0.1,

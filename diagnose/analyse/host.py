@@ -16,6 +16,8 @@ _POOL_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "BLIS
 def system_metrics(ctx: Context) -> None:
     """Step: the cores the target may use, its libraries and thread-pool settings."""
     m, s = ctx.metrics, ctx.data.system
+    # the target and its sibling workers, as target selection found them (collect/target.py)
+    m["service_processes"] = 1 + len(ctx.data.bundle.manifest.target.siblings)
     if not s:
         return
     cap = s.get("capacity") or {}
@@ -83,6 +85,8 @@ def process_metrics(ctx: Context) -> None:
             m["tool_cpu_cores"] = rounded(used / tool_span, 3)
     if m.get("cores_available") and m["process_cpu_cores"] is not None:
         m["process_cpu_share"] = rounded(m["process_cpu_cores"] / m["cores_available"], 3)
+        if m.get("service_processes") == 1:  # host_processes adds a master's or helpers' CPU
+            m["service_cpu_share"] = m["process_cpu_share"]
     rss = p["rss_bytes"].to_numpy() / (1024 * 1024)
     m["rss_mb"] = rounded(rss[-1], 1)
     t = p["t"].to_numpy()
@@ -228,6 +232,8 @@ def host_processes(ctx: Context) -> None:
         ("other", "host_neighbour_cpu_share"),
     ):
         m[metric] = rounded(per_role.get(name, 0.0) / cores, 3)
+    if m.get("process_cpu_share") is not None:
+        m["service_cpu_share"] = rounded(m["process_cpu_share"] + m["host_service_cpu_share"], 3)
     busy = sorted((p for p in used if used[p] >= 0.01), key=lambda p: (-used[p], p))
 
     def names(r: str, limit: int | None = None) -> str:

@@ -104,6 +104,9 @@ class Holder:
     measured: bool
     evidence: int  # inferred: ticks seen inside the region; measured: releases seen
     sites: tuple[tuple[str, float | None], ...] = ()  # measured: leaf frames, share of time
+    # measured: the share of the time it held the lock that it spent waiting for the GIL
+    # (perf's futex waits on the GIL inside its hold windows); None where not measured
+    gil_wait_share: float | None = None
 
     @property
     def thread(self) -> str:
@@ -122,6 +125,7 @@ class Holder:
             "sites": list(self.sites),
             "threads": threads,
             "releases_seen": self.evidence,
+            "gil_wait_share": self.gil_wait_share,
             "inferred": False,
             "source": MEASURED_HOLDER,
         }

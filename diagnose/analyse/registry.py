@@ -139,6 +139,18 @@ CATALOGUE: tuple[MetricDef, ...] = (
         "Share of the usable CPUs used by the target's own service besides the target: processes holding one of its listening sockets (the other workers of a pre-fork server, its master).",
     ),
     _def(
+        "service_processes",
+        "processes",
+        "system",
+        "Processes of the target's service that do its work: the target and its sibling workers (a pre-fork server's other workers, from target selection); 1 for a service of one process.",
+    ),
+    _def(
+        "service_cpu_share",
+        "share",
+        "proc,host_procs,system",
+        "process_cpu_share + host_service_cpu_share: the share of the usable CPUs the whole service used (every worker of a pre-fork server); the process's own share where it has no sibling workers and the other processes were not scanned.",
+    ),
+    _def(
         "host_neighbour_cpu_share",
         "share",
         "proc,host_procs,system",
@@ -201,6 +213,20 @@ CATALOGUE: tuple[MetricDef, ...] = (
         "share",
         "proc,system",
         "Time blocked on the GIL / busy time.",
+        better="lower",
+    ),
+    _def(
+        "busy_share_gil_all",
+        "share",
+        "proc,system",
+        "busy_share_gil plus the waits on the top lock whose holder was queueing for the GIL meanwhile: lock_top_share x lock_top_holder_gil_wait_share (added only where perf measured the holder's GIL waits).",
+        better="lower",
+    ),
+    _def(
+        "lock_top_share_net",
+        "share",
+        "proc,pyspy",
+        "lock_top_share less the part its holder spent waiting for the GIL (x (1 - lock_top_holder_gil_wait_share)): the waits the work done under the lock explains; lock_top_share where that was not measured.",
         better="lower",
     ),
     _def(
@@ -617,6 +643,12 @@ CATALOGUE: tuple[MetricDef, ...] = (
         "proc,pyspy",
         "Inferred: what the thread inside the locked region was running while others waited (the most common stack of a running thread passing through the waiters' function).",
         kind="text",
+    ),
+    _def(
+        "lock_top_holder_gil_wait_share",
+        "share",
+        "perf_sched",
+        "Of the time the top lock was held (from the holder's acquisition to the release that woke a waiter, measured by perf), the share its holder spent waiting for the GIL: near 1, the lock is slow because its holder queues for the GIL, and what holds the GIL sets the lock's cost. null without perf's futex waits on the GIL.",
     ),
     _def(
         "lock_waiters_max",

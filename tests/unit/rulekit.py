@@ -135,9 +135,28 @@ def healthy(**changes: Any) -> dict[str, Any]:
     m: dict[str, Any] = dict.fromkeys(known_metrics())
     m.update(HEALTHY)
     m.update(changes)
+    # metrics the analysis derives from others, derived the same way unless a test sets them
+    derived = _derived(m)
+    m.update({k: v for k, v in derived.items() if k not in changes})
     unknown = set(m) - set(known_metrics())
     assert not unknown, f"not registered metrics: {unknown}"
     return m
+
+
+def _derived(m: dict[str, Any]) -> dict[str, Any]:
+    """As analyse/host.py and analyse/locks.py compute them."""
+    held_gil = m.get("lock_top_holder_gil_wait_share")
+    lock = m.get("lock_top_share") or 0.0
+    gil = m.get("busy_share_gil")
+    service = m.get("process_cpu_share")
+    return {
+        "service_processes": 1,
+        "service_cpu_share": None
+        if service is None
+        else service + (m.get("host_service_cpu_share") or 0.0),
+        "lock_top_share_net": lock * (1 - (held_gil or 0.0)),
+        "busy_share_gil_all": None if gil is None else min(1.0, gil + lock * (held_gil or 0.0)),
+    }
 
 
 def when(rule_id: str, metrics: dict[str, Any]) -> Any:

@@ -51,6 +51,16 @@ def test_each_process_s_cpu_goes_to_its_role():
     ]  # fmt: skip
 
 
+def test_the_service_s_cpu_counts_its_other_workers():
+    # GIVEN the target used 0.6 of the cores and its sibling worker 0.05 (SCANS: gunicorn)
+    def step(c):
+        c.metrics.update(CORES, process_cpu_share=0.6, service_processes=2)
+        host_processes(c)
+
+    m = run(bundle_data(host_procs=SCANS), step).metrics
+    assert m["service_cpu_share"] == pytest.approx(0.65)
+
+
 def test_a_process_never_given_a_role_is_a_neighbour():
     scans = host_table([(0.0, 7, "job", 0.0, ""), (4.0, 7, "job", 2.0, "")])
     ctx = run(bundle_data(host_procs=scans), lambda c: (c.metrics.update(CORES), host_processes(c)))

@@ -3,11 +3,18 @@ the lock_top_* block, and a native target whose hot spots perf alone finds."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from diagnose.analyse.frames import inside_region
-from diagnose.analyse.locks import perf_locks, proc_locks, top_lock_metrics
+from diagnose.analyse.locks import (
+    _gil_behind_locks,
+    gil_wait_in_windows,
+    perf_locks,
+    proc_locks,
+    top_lock_metrics,
+)
 from diagnose.analyse.pipeline import analyse_data
 from diagnose.analyse.threads import thread_states
 from tests.unit.analysis import FR, FUTEX, bundle_data, futex_table, run, ticks
@@ -77,7 +84,7 @@ def test_no_hot_spot_is_a_measured_absence():
     assert top_lock_metrics([]) == {
         "lock_hotspots": 0, "lock_top_address": "", "lock_top_waiters": 0,
         "lock_top_wait_s": 0.0, "lock_top_share": 0.0, "lock_top_site": "",
-        "lock_top_holder_site": "", "lock_waiters_max": 0,
+        "lock_top_holder_site": "", "lock_top_share_net": 0.0, "lock_waiters_max": 0,
     }  # fmt: skip
 
 
@@ -125,6 +132,68 @@ def test_a_native_target_s_contended_mutex_is_found_by_perf_with_its_measured_ho
     assert hot["source"] == "perf" and hot["max_concurrent_waiters"] == 2
     assert hot["holder"]["inferred"] is False and hot["holder"]["thread"] == "12"
     assert "holder_inferred" not in hot  # the measured holder is not repeated as inferred
+    # no GIL in a native target: how long the holder queued for it is not measured, and the
+    # lock's share stands whole
+    assert m["lock_top_holder_gil_wait_share"] is None
+    assert m["lock_top_share_net"] == m["lock_top_share"]
+
+
+# --- a holder that queues for the GIL while it holds the lock ----------------------------
+
+
+def gil_and_lock_waits(holder_gil: list[tuple[float, float]]) -> pd.DataFrame:
+    """perf's futex waits: thread 7 holds the lock from 0.0 to 1.0 and from 2.0 to 3.0 (the
+    waits of threads 8 and 9 end at its releases); ``holder_gil``: (start, dur) of its GIL
+    waits; thread 8 also waits for the GIL outside any hold window."""
+    rows = [
+        {"t": 0.0, "tid": 8, "uaddr": "0xa", "dur": 1.0, "kind": "lock", "waker": 7, "wake_t": 1.0},
+        {"t": 0.2, "tid": 9, "uaddr": "0xa", "dur": 0.8, "kind": "lock", "waker": 7, "wake_t": 1.0},
+        {"t": 2.0, "tid": 8, "uaddr": "0xa", "dur": 1.0, "kind": "lock", "waker": 7, "wake_t": 3.0},
+        {"t": 5.0, "tid": 8, "uaddr": "0xg", "dur": 0.5, "kind": "gil", "waker": 7, "wake_t": 5.5},
+    ] + [
+        {"t": t, "tid": 7, "uaddr": "0xg", "dur": d, "kind": "gil", "waker": 8, "wake_t": t + d}
+        for t, d in holder_gil
+    ]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize(
+    ("holder_gil", "share"),
+    [
+        ([(0.1, 0.5), (2.5, 1.0)], (0.5 + 0.5) / 2.0),  # the second wait outlasts its window
+        ([(1.2, 0.5)], 0.0),  # between the windows: not while holding
+        ([], 0.0),  # never waited for the GIL: the lock's cost is its own work
+    ],
+)
+def test_the_holder_s_gil_waits_inside_its_hold_windows(holder_gil, share):
+    fx = gil_and_lock_waits(holder_gil)
+    lk = fx[fx["kind"] == "lock"]
+    # the two waits woken by one release (at 1.0) count that window once
+    tids = lk["waker"].astype(int).to_numpy()
+    start = np.array([0.0, 0.0, 2.0])  # from the holder's acquisition
+    got = gil_wait_in_windows(fx, tids, start, lk["wake_t"].to_numpy())
+    assert got == pytest.approx(share, abs=1e-3)
+
+
+def test_without_gil_waits_the_holder_s_share_is_not_measured():
+    fx = gil_and_lock_waits([])
+    fx = fx[fx["kind"] == "lock"]  # no futex wait on the GIL at all (not a Python target)
+    got = gil_wait_in_windows(fx, np.array([7]), np.array([0.0]), np.array([1.0]))
+    assert got is None
+
+
+@pytest.mark.parametrize(
+    ("held_gil", "gil_all"),
+    [(0.75, 0.2 + 0.6 * 0.75), (None, 0.2), (0.0, 0.2)],
+)
+def test_waits_on_a_lock_whose_holder_waits_for_the_gil_are_gil_waits(held_gil, gil_all):
+    m = {"busy_share_gil": 0.2, "lock_top_share": 0.6, "lock_top_holder_gil_wait_share": held_gil}
+    _gil_behind_locks(m)
+    assert m["busy_share_gil_all"] == pytest.approx(gil_all, abs=1e-4)
+    # no GIL measured (not a Python target's data): nothing to add to
+    m = {"busy_share_gil": None, "lock_top_share": 0.6, "lock_top_holder_gil_wait_share": 0.5}
+    _gil_behind_locks(m)
+    assert "busy_share_gil_all" not in m
 
 
 def test_a_native_target_without_a_contended_mutex_measures_its_absence():

@@ -69,8 +69,8 @@ def test_a_close_call_costs_confidence_and_is_named():
 
 
 def test_a_second_finding_of_the_same_category_is_no_close_call():
-    m = healthy(**{**CONTENDED, "lock_top_share": 0.5, "busy_share_lock": 0.5})
-    m.update(busy_share_gil=0.45, gil_waiters_mean=2.0, runq_to_oncpu_ratio=0.3)
+    m = healthy(**{**CONTENDED, "lock_top_share": 0.5, "busy_share_lock": 0.5,
+                   "busy_share_gil": 0.45, "gil_waiters_mean": 2.0, "runq_to_oncpu_ratio": 0.3})  # fmt: skip
     v = verdict(m)
     assert {f.rule.id for f in v.findings} == {"lock.contended", "lock.gil"}
     assert v.confidence == 0.5

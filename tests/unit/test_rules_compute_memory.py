@@ -56,8 +56,23 @@ def test_kernels_of_threads_that_mostly_wait_on_a_lock_are_not_the_bottleneck():
     assert when("compute.kernels", m) is False
 
 
+def test_a_model_call_split_between_kernels_pooling_and_allocation_is_compute():
+    # GIVEN a CNN's time: convolutions (compute), pooling and activations (model), allocating
+    # activations (allocator), inside the model call 67% of the CPU (mixed_pillow_convnet)
+    split = {"oncpu_share_compute": 0.25, "oncpu_share_model": 0.36,
+             "oncpu_share_allocator": 0.18, "oncpu_share_memory": 0.06,
+             "oncpu_share_other": 0.15, "oncpu_share_inference": 0.67}  # fmt: skip
+    assert when("compute.kernels", healthy(**{**KERNELS, **split})) is True
+    # near misses: compute kernels a sixth of it, or the model call under half of the CPU
+    low = {**split, "oncpu_share_compute": 0.15, "oncpu_share_model": 0.46}
+    assert when("compute.kernels", healthy(**{**KERNELS, **low})) is False
+    outside = {**split, "oncpu_share_model": 0.1, "oncpu_share_inference": 0.41}
+    assert when("compute.kernels", healthy(**{**KERNELS, **outside})) is False
+
+
 def test_near_misses():
-    assert when("compute.kernels", healthy(**{**KERNELS, "oncpu_share_compute": 0.3})) is False
+    far = {"oncpu_share_compute": 0.3, "oncpu_share_inference": 0.38}
+    assert when("compute.kernels", healthy(**{**KERNELS, **far})) is False
     m = healthy(**{**COPIES, "oncpu_share_memory": 0.3})
     assert when("memory_bandwidth.memory_bound_kernels", m) is False
     # 40% in memory-bound kernels but 50% in compute ones: not memory bound
@@ -151,8 +166,13 @@ def test_requests_queueing_for_cores_their_model_fills_are_compute():
     assert when("compute.kernels", m) is False
 
 
-def test_threads_that_never_block_and_outnumber_the_cores_are_oversubscription_first():
-    # the same kernels and wait, from 6 threads that never block on 2 cores
+def test_threads_that_never_block_and_outnumber_the_cores_are_oversubscription_only_with_fan_out():
+    # the same kernels and wait, from 6 threads that never block on 2 cores, one intra-op
+    # thread each: still queueing for the model (mixed_pillow_convnet's counterfactual)
     m = healthy(**{**QUEUED_FOR_CORES, "cpu_bound_threads": 6})
+    assert "scheduling.oversubscription" not in fired(m)
+    assert verdict(m).primary == "compute"
+    # each fanning out to intra-op threads: oversubscription, ranked first
+    m = healthy(**{**QUEUED_FOR_CORES, "cpu_bound_threads": 6, "intra_op_threads_per_app": 3.0})
     assert {"compute.kernels", "scheduling.oversubscription"} <= fired(m)
     assert verdict(m).primary == "scheduling"

@@ -75,6 +75,40 @@ def test_preprocessing_spread_over_threads_is_heavy_not_serial():
     assert (verdict(m).primary, verdict(m).kind) == ("preprocess", "cpu")
 
 
+#: measured: the zoo's gunicorn_pillow (accuracy run of 2026-12-01, capture 0): one of two
+#: sync gunicorn workers, its single thread decoding and resizing JPEGs, beside its sibling
+GUNICORN_WORKER = {
+    "busy_threads_mean": 0.98,
+    "threads_busy": 1,
+    "app_threads_busy": 1,
+    "busy_share_running": 0.83,
+    "busy_share_runnable": 0.17,
+    "busy_share_gil": 0.0,
+    "oncpu_share_preprocess": 0.97,
+    "oncpu_share_other": 0.03,
+    "oncpu_share_inference": 0.0,
+    "preprocess_threads": 1,
+    "preprocess_top_thread_share": 1.0,
+    "preprocess_top_thread_busy": 0.98,
+    "process_cpu_cores": 0.82,
+    "process_cpu_share": 0.41,
+    "host_service_cpu_share": 0.40,
+    "service_processes": 2,
+}
+
+
+def test_one_worker_of_a_prefork_server_is_not_a_serial_stage():
+    # GIVEN one single-threaded worker, its sibling doing the same work at the same time
+    m = healthy(**GUNICORN_WORKER)
+    assert m["service_cpu_share"] == 0.81  # both workers: most of the cores
+    # THEN most of the service's CPU preprocessing, not one serial thread
+    assert when("preprocess.serial", m) is False
+    expect(m, "preprocess", "cpu")
+    # the same worker alone (a service of one process) is the serial stage
+    alone = healthy(**{**GUNICORN_WORKER, "service_processes": 1, "host_service_cpu_share": 0.0})
+    assert when("preprocess.serial", alone) is True
+
+
 def test_a_third_of_the_cpu_in_preprocessing_is_neither():
     m = healthy(**{**SERIAL, "oncpu_share_preprocess": 0.3, "process_cpu_share": 0.9})
     assert not {"preprocess.serial", "preprocess.heavy"} & fired(m)
@@ -85,7 +119,7 @@ def test_preprocessing_unknown_without_stacks():
     assert when("preprocess.serial", m) is UNKNOWN
     assert when("preprocess.heavy", m) is UNKNOWN
     # an unknown share cannot make a false condition true: three-valued logic
-    assert when("preprocess.heavy", {**m, "process_cpu_share": 0.3}) is False
+    assert when("preprocess.heavy", {**m, "service_cpu_share": 0.3}) is False
 
 
 #: measured: the zoo's fastapi_textclean on a quiet 2-core host (accuracy run of 2026-12-01,

@@ -57,6 +57,46 @@ def test_own_threads_outnumbering_the_cores_is_oversubscription():
     assert v.confidence > 0.7
 
 
+# measured on the zoo's mixed_pillow_convnet: six requests at once in FastAPI's threadpool,
+# one torch thread each, on 2 cores; a narrower model gained 1.44x, REQUEST_THREADS=2 did not
+QUEUEING_FOR_CORES = {
+    "busy_threads_mean": 5.9,
+    "threads_busy": 7,
+    "app_threads_busy": 7,
+    "native_threads_busy": 0,
+    "intra_op_threads_per_app": 1.0,
+    "cpu_bound_threads": 6,
+    "busy_share_running": 0.30,
+    "busy_share_runnable": 0.68,
+    "busy_share_lock": 0.0,
+    "busy_share_gil": 0.01,
+    "busy_share_io": 0.0,
+    "runq_to_oncpu_ratio": 2.24,
+    "process_cpu_cores": 1.8,
+    "process_cpu_share": 0.9,
+    "host_cpu_util": 0.99,
+    "oncpu_share_compute": 0.245,
+    "oncpu_share_model": 0.356,
+    "oncpu_share_allocator": 0.18,
+    "oncpu_share_memory": 0.059,
+    "oncpu_share_preprocess": 0.127,
+    "oncpu_share_other": 0.032,
+    "oncpu_share_inference": 0.66,
+}
+
+
+def test_request_threads_alone_outnumbering_the_cores_is_queueing_for_the_model():
+    # GIVEN more never-blocking request threads than cores, but no intra-op fan-out
+    m = healthy(**QUEUEING_FOR_CORES)
+    # THEN not oversubscription: the cores are full of the model's work
+    assert when("scheduling.oversubscription", m) is False
+    expect(m, "compute", "kernels")
+    # ... and with each thread fanning out to two intra-op threads, it is
+    fan_out = healthy(**{**QUEUEING_FOR_CORES, "intra_op_threads_per_app": 2.0})
+    assert when("scheduling.oversubscription", fan_out) is True
+    expect(fan_out, "scheduling", "oversubscription")
+
+
 def test_oversubscription_fix_gives_the_numbers():
     f = verdict(healthy(**OVERSUBSCRIBED)).findings[0]
     assert f.fixes[0].startswith(
