@@ -228,10 +228,10 @@ def perf_locks(ctx: Context) -> None:
         ctx.metrics.update(top_lock_metrics(ctx.hotspots))
         ctx.metrics["lock_top_holder_source"] = holder_source(ctx.hotspots[0].holder)
         ctx.out.locks = [h.to_dict() for h in ctx.hotspots]
-    _gil_behind_locks(ctx.metrics)
+    gil_behind_locks(ctx.metrics)
 
 
-def _gil_behind_locks(m: dict[str, Any]) -> None:
+def gil_behind_locks(m: dict[str, Any]) -> None:
     """``busy_share_gil_all``: the GIL waits, plus the waits on the top lock whose holder
     was itself queueing for the GIL (measured by perf; nothing is added where it was not).
     Threads queued on a lock whose holder waits for the GIL wait for the GIL too: a model

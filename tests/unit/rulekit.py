@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from diagnose.analyse.locks import gil_behind_locks
 from diagnose.analyse.registry import known_metrics
 from diagnose.verdict import load_rules
 from diagnose.verdict.engine import Verdict, judge
@@ -144,19 +145,25 @@ def healthy(**changes: Any) -> dict[str, Any]:
 
 
 def _derived(m: dict[str, Any]) -> dict[str, Any]:
-    """As analyse/host.py and analyse/locks.py compute them."""
+    """As analyse/host.py and analyse/locks.py compute them (busy_share_gil_all by the
+    analysis' own function)."""
     held_gil = m.get("lock_top_holder_gil_wait_share")
     lock = m.get("lock_top_share") or 0.0
-    gil = m.get("busy_share_gil")
     service = m.get("process_cpu_share")
-    return {
+    out = {
         "service_processes": 1,
         "service_cpu_share": None
         if service is None
         else service + (m.get("host_service_cpu_share") or 0.0),
         "lock_top_share_net": lock * (1 - (held_gil or 0.0)),
-        "busy_share_gil_all": None if gil is None else min(1.0, gil + lock * (held_gil or 0.0)),
+        "busy_share_gil_all": None,
     }
+    gil = {
+        k: m.get(k) for k in ("busy_share_gil", "lock_top_share", "lock_top_holder_gil_wait_share")
+    }
+    gil_behind_locks(gil)
+    out["busy_share_gil_all"] = gil.get("busy_share_gil_all")
+    return out
 
 
 def when(rule_id: str, metrics: dict[str, Any]) -> Any:

@@ -9,7 +9,7 @@ import pytest
 
 from diagnose.analyse.frames import inside_region
 from diagnose.analyse.locks import (
-    _gil_behind_locks,
+    gil_behind_locks,
     gil_wait_in_windows,
     perf_locks,
     proc_locks,
@@ -188,11 +188,11 @@ def test_without_gil_waits_the_holder_s_share_is_not_measured():
 )
 def test_waits_on_a_lock_whose_holder_waits_for_the_gil_are_gil_waits(held_gil, gil_all):
     m = {"busy_share_gil": 0.2, "lock_top_share": 0.6, "lock_top_holder_gil_wait_share": held_gil}
-    _gil_behind_locks(m)
+    gil_behind_locks(m)
     assert m["busy_share_gil_all"] == pytest.approx(gil_all, abs=1e-4)
     # no GIL measured (not a Python target's data): nothing to add to
     m = {"busy_share_gil": None, "lock_top_share": 0.6, "lock_top_holder_gil_wait_share": 0.5}
-    _gil_behind_locks(m)
+    gil_behind_locks(m)
     assert "busy_share_gil_all" not in m
 
 
