@@ -57,7 +57,10 @@ def test_the_capture_carries_the_hostile_names(hostile):
     comms = {t["comm"] for t in report["threads"]}
     assert any("\ufffd" in c for c in comms)  # a kernel thread name that was not UTF-8
     assert "<img src=x onerror=" in report["metrics"]["lock_top_site"]
-    assert report["verdict"]["primary"] == "lock"
+    # and the lock's finding, whose summary names that site, is in the report (first, or behind
+    # cpu_contention when CI's neighbours hold the cores during the 3 s capture)
+    lock = [f for f in report["findings"] if f["category"] == "lock" and not f["advisory"]]
+    assert lock and "<img src=x onerror=" in lock[0]["summary"], report["verdict"]
 
 
 def test_terminal_summary_has_no_control_characters(hostile):

@@ -232,14 +232,20 @@ def test_reads_well_at_1400_and_800_px(lock_report, width):
         # no word is broken across lines in a table ("coll ect or", "una vaila ble")
         assert js(driver, BROKEN_WORDS_JS) == []
         # the verdict's colour says how much to act: red for the bottleneck (confidence 0.5 or
-        # more), orange for a weaker candidate (a loaded host can blur a 3 s capture's)
+        # more), orange for a weaker candidate, grey for nothing to fix. Whatever the verdict:
+        # this test is about the page; a 3 s capture on a host shared with CI's neighbours may
+        # name cpu_contention instead of the lock (the verdicts have their own tests).
         badge = (
             "return getComputedStyle(document.querySelector('#verdict .cat-badge')).backgroundColor"
         )
         v = json.loads(lock_report.with_name("report.json").read_text())["verdict"]
-        assert v["primary"] == "lock", v
-        colour = {"high": "rgb(201, 42, 42)", "medium": "rgb(217, 72, 15)"}
-        assert js(driver, badge) == colour[severity(v["primary"], v["confidence"])]
+        colour = {
+            "high": "rgb(201, 42, 42)",
+            "medium": "rgb(217, 72, 15)",
+            "low": "rgb(154, 103, 0)",
+            "info": "rgb(110, 119, 129)",
+        }
+        assert js(driver, badge) == colour[severity(v["primary"], v["confidence"])], v
     assert shot.stat().st_size > 20_000  # a page, not a blank image
 
 
