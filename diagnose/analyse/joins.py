@@ -43,10 +43,26 @@ def python_stack_at(
     """The py-spy stack id thread ``tid[i]`` was in at time ``t[i]`` (-1 where unknown):
     the last interval of that thread that started at or before ``t[i]``, if ``t[i]`` is no
     more than ``tolerance`` after its end."""
+    return python_stack_seen(py_intervals, t, tid, 0.0, tolerance)[0]
+
+
+def python_stack_seen(
+    py_intervals: pd.DataFrame | None,
+    t: npt.ArrayLike,
+    tid: npt.ArrayLike,
+    period: float,
+    tolerance: float = STACK_TOLERANCE_S,
+) -> tuple[IntArray, npt.NDArray[np.bool_]]:
+    """:func:`python_stack_at`, and whether py-spy saw the thread in that stack again after
+    ``t[i]``: an interval is a run of identical samples ``period`` apart that ends at the
+    first different one, so ``t[i]`` at least one period before its end had a later sample
+    of the same stack. Without one the stack may be stale: at 18 Hz a thread can leave a
+    line, run a whole short call elsewhere and be joined to the line it left."""
     ts = np.asarray(t, dtype=float)
     out = np.full(len(ts), -1, dtype=np.int64)
+    seen = np.zeros(len(ts), dtype=bool)
     if py_intervals is None or py_intervals.empty or len(ts) == 0:
-        return out
+        return out, seen
     left = pd.DataFrame({"t": ts, "tid": np.asarray(tid), "i": np.arange(len(ts))})
     merged = pd.merge_asof(
         left.sort_values("t"),
@@ -57,8 +73,10 @@ def python_stack_at(
         direction="backward",
     )
     ok = merged["stack_id"].notna() & (merged["t"] <= merged["end"] + tolerance)
-    out[merged.loc[ok, "i"].to_numpy()] = merged.loc[ok, "stack_id"].astype("int64").to_numpy()
-    return out
+    idx = merged.loc[ok, "i"].to_numpy()
+    out[idx] = merged.loc[ok, "stack_id"].astype("int64").to_numpy()
+    seen[idx] = (merged.loc[ok, "t"] <= merged.loc[ok, "end"] - period).to_numpy()
+    return out, seen
 
 
 def pairs(

@@ -51,6 +51,13 @@ class OnCpuSample:
     #: what decided the category: "name" (frames.toml), or "structure": where the sample
     #: sits relative to the model call (analyse/stages.py)
     how: str = "name"
+    #: of ``weight``, the perf samples whose Python stack py-spy saw again after them (the
+    #: join is sure: joins.python_stack_seen); None: all of it (py-spy's own stacks)
+    sure: float | None = None
+
+    @property
+    def sure_weight(self) -> float:
+        return self.weight if self.sure is None else self.sure
 
 
 @dataclass(frozen=True)

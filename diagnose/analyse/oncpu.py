@@ -17,8 +17,8 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from diagnose.analyse.frames import is_native_frame, mixed_stack
-from diagnose.analyse.joins import python_stack_at
+from diagnose.analyse.frames import FrameRules, is_native_frame, mixed_stack
+from diagnose.analyse.joins import python_stack_seen
 from diagnose.analyse.load import BundleData
 from diagnose.analyse.model import (
     Context,
@@ -35,7 +35,7 @@ NATIVE_CATEGORIES = ("compute", "memory", "allocator", "spin")
 #: the categories inside the model
 INFERENCE_CATEGORIES = ("compute", "memory", "model")
 
-Sample = tuple[int, Stack, float]  # (tid, stack, weight)
+Sample = tuple[int, Stack, float, float]  # (tid, stack, weight, of it the sure joins')
 
 
 def oncpu_samples(ctx: Context) -> None:
@@ -43,7 +43,7 @@ def oncpu_samples(ctx: Context) -> None:
     stage step places them by call structure next, and :func:`oncpu_shares` sums them."""
     data, m = ctx.data, ctx.metrics
     if data.native_samples is not None and not data.native_samples.empty:
-        samples = perf_samples(data)
+        samples = perf_samples(data, ctx.frames)
         m["oncpu_source"] = "perf+py-spy" if data.py_intervals is not None else "perf"
     elif ctx.threads is not None and data.py_intervals is not None:
         samples = pyspy_samples(data)
@@ -51,19 +51,26 @@ def oncpu_samples(ctx: Context) -> None:
     else:
         return
     native = m["oncpu_source"] != "py-spy"
-    total = sum(w for _, _, w in samples)
+    total = sum(w for _, _, w, _ in samples)
     if native:
         m["oncpu_samples"] = len(samples)
     else:
-        pyspy = data.bundle.collector("pyspy").details or {}
-        rate = float(pyspy.get("rate_hz") or data.bundle.manifest.capture.rate_hz or 100)
-        m["oncpu_samples"] = round(total * rate)
-    per_stack: dict[tuple[int, Stack], float] = defaultdict(float)  # each stack once
-    for tid, st, w in samples:
-        per_stack[(tid, st)] += w
+        m["oncpu_samples"] = round(total * pyspy_rate(data))
+    per_stack: dict[tuple[int, Stack], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for tid, st, w, sure in samples:  # each stack once
+        acc = per_stack[(tid, st)]
+        acc[0] += w
+        acc[1] += sure
     ctx.oncpu = [
-        OnCpuSample(tid, st, w, ctx.frames.categorize(st)) for (tid, st), w in per_stack.items()
+        OnCpuSample(tid, st, w, ctx.frames.categorize(st), sure=sure if native else None)
+        for (tid, st), (w, sure) in per_stack.items()
     ]
+
+
+def pyspy_rate(data: BundleData) -> float:
+    """py-spy's sampling rate in the bundle (Hz)."""
+    pyspy = data.bundle.collector("pyspy").details or {}
+    return float(pyspy.get("rate_hz") or data.bundle.manifest.capture.rate_hz or 100)
 
 
 def oncpu_shares(ctx: Context) -> None:
@@ -160,27 +167,45 @@ def _busy_fraction(tt: ThreadTime | None, tid: int) -> float | None:
     return rounded(float(row["busy"].iloc[0]) / float(row["total"].iloc[0]), 3)
 
 
-def perf_samples(data: BundleData) -> list[Sample]:
-    """perf's on-CPU samples, each with the thread's Python stack then (mixed stacks)."""
+def perf_samples(data: BundleData, frames: FrameRules | None = None) -> list[Sample]:
+    """perf's on-CPU samples, each with the thread's Python stack then (mixed stacks).
+
+    With ``frames``: a thread py-spy last saw blocked in a wait (``Queue.get``) that perf
+    finds running named work (a unicodedata or GEMM kernel) has left that wait since (at
+    18 Hz a request shorter than py-spy's period runs whole between two samples of the
+    idle thread): its Python stack then is not known, and the sample keeps its native
+    frames alone."""
     ns = data.native_samples
     if ns is None:
         return []
-    py_ids = python_stack_at(data.py_intervals, ns["t"].to_numpy(), ns["tid"].to_numpy())
+    period = 1.0 / pyspy_rate(data) if data.py_intervals is not None else 0.0
+    py_ids, seen = python_stack_seen(
+        data.py_intervals, ns["t"].to_numpy(), ns["tid"].to_numpy(), period
+    )
     weights = ns["weight"].to_numpy() if "weight" in ns else np.ones(len(ns))
-    cache: dict[tuple[int, int], Stack] = {}
+    cache: dict[tuple[int, int], tuple[Stack, bool]] = {}
     out: list[Sample] = []
-    for tid, sid, pid_, w in zip(
-        ns["tid"].to_numpy(), ns["stack_id"].to_numpy(), py_ids, weights, strict=True
+    for tid, sid, pid_, w, sure in zip(
+        ns["tid"].to_numpy(), ns["stack_id"].to_numpy(), py_ids, weights, seen, strict=True
     ):
         key = (int(sid), int(pid_))
-        st = cache.get(key)
-        if st is None:
-            st = mixed_stack(
-                data.py_stacks.get(int(pid_), ()), data.native_stacks.get(int(sid), ())
-            )
-            cache[key] = st
-        out.append((int(tid), st, float(w)))
+        hit = cache.get(key)
+        if hit is None:
+            py, native = data.py_stacks.get(int(pid_), ()), data.native_stacks.get(int(sid), ())
+            hit = (mixed_stack(py, native), True)
+            if frames is not None and _left_its_wait(frames, py, native):
+                hit = (native, False)
+            cache[key] = hit
+        st, joined = hit
+        out.append((int(tid), st, float(w), float(w) if sure and joined else 0.0))
     return out
+
+
+def _left_its_wait(frames: FrameRules, py: Stack, native: Stack) -> bool:
+    """A Python stack that ends in a wait, joined to native frames that run named work."""
+    if not py or frames.wait_kind(py[-1]) is None or not native:
+        return False
+    return frames.categorize(native) != "other"
 
 
 def pyspy_samples(data: BundleData) -> list[Sample]:
@@ -217,6 +242,6 @@ def pyspy_samples(data: BundleData) -> list[Sample]:
     df = pd.concat(parts)
     weights = df[df["w"] > 0].groupby(["tid", "stack_id"])["w"].sum()
     return [
-        (int(tid), data.py_stacks.get(int(sid), ()), float(w))
+        (int(tid), data.py_stacks.get(int(sid), ()), float(w), float(w))
         for (tid, sid), w in series_items(weights)
     ]

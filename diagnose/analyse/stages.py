@@ -45,11 +45,19 @@ from diagnose.formats.stacks import Stack
 SEGMENT_GAP_S = 0.05
 #: how much one order must outweigh the other to place calls made on the model call's line
 ORDER_MARGIN = 2.0
+#: ...with at least this many runs (requests seen) voting for it
+ORDER_MIN_VOTES = 3
 #: perf wakeups of the model threads' waits for work that make a thread their feeder
 FEEDER_WAKES = 3
 #: the share of a line's on-CPU time in compute kernels that makes it a model call found by
 #: its kernel (below it, the kernel samples were joined to a line the thread had just left)
 KERNEL_LINE_SHARE = 0.5
+#: ...and the share of all compute-kernel time it must hold: a thread that serves requests
+#: shorter than py-spy's period is seen at its hottest line before and after a whole model
+#: call, and one or two samples of that call join there
+KERNEL_PATH_SHARE = 0.1
+#: ...and at least this many perf samples (sure joins): one or two are as likely stale
+KERNEL_PATH_MIN = 3.0
 
 
 def stages(ctx: Context) -> None:
@@ -76,14 +84,20 @@ def model_paths(samples: list[OnCpuSample], frames: FrameRules) -> dict[int, lis
     perf's sample to py-spy's stack of the same moment, and a short call (a small GEMV)
     can be joined to the line the thread had just left. Such a path is kept only where
     it is the line's work: at least KERNEL_LINE_SHARE of all the on-CPU time seen at that
-    exact line (all threads: the same code) is in compute kernels, and the line is not a
-    wait (a frame that waits for work or a lock calls no kernel: that join was stale)."""
+    exact line (all threads: the same code) is in compute kernels, counting only the sure
+    joins (py-spy saw the thread at that line again after the sample: a thread at 18 Hz
+    runs a whole short call between two samples); it holds KERNEL_PATH_SHARE of all the
+    compute-kernel time and KERNEL_PATH_MIN samples; and the line is not a wait (a frame that waits for work or a lock
+    calls no kernel: that join was stale)."""
     acc: dict[int, dict[tuple[Stack, str, str], float]] = defaultdict(lambda: defaultdict(float))
     at_line: dict[Stack, float] = defaultdict(float)
     kernel_at: dict[Stack, float] = defaultdict(float)
+    compute = 0.0
     for s in samples:
         py = tuple(f for f in s.stack if not is_native_frame(f))
-        at_line[py] += s.weight
+        at_line[py] += s.sure_weight
+        if s.category == "compute":
+            compute += s.sure_weight
         call = frames.model_call(s.stack)
         if call is None:
             continue
@@ -93,13 +107,18 @@ def model_paths(samples: list[OnCpuSample], frames: FrameRules) -> dict[int, lis
         if call[1] == "kernel":
             if frames.wait_kind(path[-1]) is not None:
                 continue
-            kernel_at[path] += s.weight
+            kernel_at[path] += s.sure_weight
         acc[s.tid][(path, call[1], s.stack[call[0]])] += s.weight
     out: dict[int, list[ModelPath]] = {}
     for tid, found in acc.items():
         merged: dict[tuple[Stack, str], tuple[float, str]] = {}
         for (path, how, callee), w in most_common(found):
-            if how == "kernel" and kernel_at[path] < KERNEL_LINE_SHARE * at_line[path]:
+            k = kernel_at[path]
+            if how == "kernel" and (
+                k < KERNEL_PATH_MIN
+                or k < KERNEL_LINE_SHARE * at_line[path]
+                or k < KERNEL_PATH_SHARE * compute
+            ):
                 continue
             old = merged.get((path, how))
             merged[(path, how)] = (w + (old[0] if old else 0.0), old[1] if old else callee)
@@ -216,9 +235,13 @@ def same_line_order(ctx: Context, structure: Structure) -> dict[tuple[int, Stack
 
     For each such line of each thread: the thread's py-spy stacks in time order, in runs of
     consecutive stacks through that line (a run ends where the thread leaves the line, or
-    after a gap of more than SEGMENT_GAP_S). In a run, the time in other calls of the line
-    before the first stack that goes on towards the model is "pre" time, after the last one
-    "post" time; the line is "pre" or "post" when one outweighs the other ORDER_MARGIN times."""
+    after a gap of more than SEGMENT_GAP_S). A run that goes on towards the model and
+    starts in another call of the line votes "pre"; one that ends in another call, "post";
+    one request's run is one vote. Votes are counted, not timed: a run's last interval
+    stretches to the thread's next sample, whatever it did meanwhile (at 18 Hz a whole
+    model call). The order is the code's, so the votes of every thread at the same line
+    are pooled; the line is "pre" or "post" where one side has ORDER_MARGIN times the
+    other's votes and at least ORDER_MIN_VOTES."""
     iv, stacks = ctx.data.py_intervals, ctx.data.py_stacks
     lines: set[tuple[int, Stack]] = set()
     for s in ctx.oncpu:
@@ -227,9 +250,9 @@ def same_line_order(ctx: Context, structure: Structure) -> dict[tuple[int, Stack
             where, line = placement(py, structure.calls, ctx.frames)
             if where == "line":
                 lines.add((s.tid, line))
-    out: dict[tuple[int, Stack], str] = {}
     if iv is None or iv.empty or not lines:
-        return out
+        return {}
+    votes: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for tid, line in sorted(lines):
         towards = _towards_model(line, structure.calls)
         mine = iv[iv["tid"] == tid].sort_values("start")
@@ -237,10 +260,19 @@ def same_line_order(ctx: Context, structure: Structure) -> dict[tuple[int, Stack
             [_through(stacks.get(int(i), ()), line, towards) for i in mine["stack_id"]]
         )
         pre, post = _order_votes(kinds, mine["start"].to_numpy(), mine["end"].to_numpy())
-        out[(tid, line)] = (
-            "pre" if pre > ORDER_MARGIN * post else "post" if post > ORDER_MARGIN * pre else ""
+        v = votes[line[-1]]
+        v[0] += pre
+        v[1] += post
+    order = {}
+    for at, (pre, post) in votes.items():
+        order[at] = (
+            "pre"
+            if pre >= ORDER_MIN_VOTES and pre >= ORDER_MARGIN * post
+            else "post"
+            if post >= ORDER_MIN_VOTES and post >= ORDER_MARGIN * pre
+            else ""
         )
-    return out
+    return {(tid, line): order[line[-1]] for tid, line in lines}
 
 
 #: a Python stack at a model call's line itself, when the call is native (a GEMM)
@@ -280,18 +312,16 @@ FloatArray = npt.NDArray[np.float64]
 
 def _order_votes(
     kinds: npt.NDArray[np.str_], start: FloatArray, end: FloatArray
-) -> tuple[float, float]:
-    """Seconds of "G" stacks before the first "M" of their run, and after the last one."""
-    pre = post = 0.0
-    run: list[int] = []
+) -> tuple[int, int]:
+    """Runs through the line that reach the model ("M") and start in another of its calls
+    ("G"), and runs that reach it and end in one."""
+    pre = post = 0
+    run: list[str] = []
 
-    def close() -> tuple[float, float]:
-        ms = [i for i in run if kinds[i] == "M"]
-        if not ms:
-            return 0.0, 0.0
-        a = sum(end[i] - start[i] for i in run if kinds[i] == "G" and i < ms[0])
-        b = sum(end[i] - start[i] for i in run if kinds[i] == "G" and i > ms[-1])
-        return float(a), float(b)
+    def close() -> tuple[int, int]:
+        if "M" not in run:
+            return 0, 0
+        return int(run[0] == "G"), int(run[-1] == "G")
 
     last_end = -np.inf
     for i, k in enumerate(kinds):
@@ -299,7 +329,7 @@ def _order_votes(
             x, y = close()
             pre, post, run = pre + x, post + y, []
         if k:
-            run.append(i)
+            run.append(str(k))
             last_end = end[i]
     x, y = close()
     return pre + x, post + y

@@ -100,7 +100,7 @@ def test_a_kernel_joined_to_a_line_that_mostly_does_other_work_is_no_model_call(
     work = ("handle (app.py:20)", "fold (text.py:29)", UNIDATA)
     loop = ("handle (app.py:20)", "fold (text.py:33)")
     real = ("handle (app.py:24)", "Encoder.__call__ (model.py:162)", GEMV)
-    samples = [(1, stale, 1.0), (1, work, 9.0), (1, loop, 5.0), (1, real, 2.0)]
+    samples = [(1, stale, 1.0), (1, work, 9.0), (1, loop, 5.0), (1, real, 3.0)]
     got, ctx = placed(samples)
     # THEN fold's line 29 is not taken as a model call (its line 33 is not "after" it)...
     assert [mp.path[-1] for mp in ctx.structure.calls] == ["Encoder.__call__ (model.py:162)"]  # type: ignore[union-attr]
@@ -187,6 +187,39 @@ def test_a_call_on_the_model_call_s_own_line_is_placed_by_the_order_it_ran_in() 
     assert got[(1, tidy)] == ("postprocess", "structure")
 
 
+def _runs(tid: int, shapes: list[str], t0: float = 0.0) -> list[tuple[int, float, float, int]]:
+    """py-spy intervals of thread ``tid`` through handle line 20 (stacks of _same_line_run),
+    one run per shape ("GM": tidy then the model), the last interval of each run stretched
+    to 0.2 s (the thread's next sample came late), then a stack elsewhere."""
+    iv: list[tuple[int, float, float, int]] = []
+    t = t0
+    for shape in shapes:
+        for i, k in enumerate(shape):
+            d = 0.2 if i == len(shape) - 1 else 0.01
+            iv.append((tid, t, t + d, 0 if k == "G" else 1))
+            t += d
+        iv.append((tid, t, t + 0.01, 2))
+        t += 0.01
+    return iv
+
+
+def test_same_line_votes_are_runs_pooled_over_the_threads_at_the_line() -> None:
+    # GIVEN 4 pool threads at score(tidy(x)): each has two runs that start in tidy and one
+    # that ends in it, and the trailing runs' last interval stretches to the next sample
+    tidy = ("serve (app.py:90)", "handle (app.py:20)", "tidy (app.py:5)")
+    model = ("serve (app.py:90)", "handle (app.py:20)", TORCH)
+    stacks, _ = _same_line_run("GM")
+    iv = [x for tid in (1, 2, 3, 4) for x in _runs(tid, ["GM", "GM", "MG", "M"])]
+    samples = [(tid, st, 1.0) for tid in (1, 2, 3, 4) for st in (model, tidy)]
+    got, _ = placed(samples, iv, stacks)
+    # THEN 8 runs against 4 place tidy before the model in every thread (by time the
+    # stretched trailing intervals would outweigh them: 0.8 s against 0.08 s)
+    assert {got[(tid, tidy)] for tid in (1, 2, 3, 4)} == {("preprocess", "structure")}
+    # near miss: one thread alone, 2 runs against 1, is too few to say
+    got, _ = placed([(1, model, 1.0), (1, tidy, 1.0)], _runs(1, ["GM", "GM", "MG"]), stacks)
+    assert got[(1, tidy)] == ("other", "name")
+
+
 def test_near_miss_a_same_line_call_whose_order_is_not_dominant_keeps_its_name() -> None:
     tidy = ("serve (app.py:90)", "handle (app.py:20)", "tidy (app.py:5)")
     model = ("serve (app.py:90)", "handle (app.py:20)", TORCH)
@@ -206,9 +239,59 @@ def test_a_native_gemm_is_a_model_call_with_perf() -> None:
         "sgemm_kernel_HASWELL (libscipy_openblas64_.so)",
     )
     tidy = ("handle (app.py:20)", "tidy (app.py:5)")
-    got, _ = placed([(1, gemm, 1.0), (1, tidy, 1.0)])
+    got, _ = placed([(1, gemm, 3.0), (1, tidy, 1.0)])
     assert got[(1, gemm)] == ("compute", "structure")
     assert got[(1, tidy)] == ("preprocess", "structure")
+
+
+def sure_placed(samples: list[tuple[int, Stack, float, float]]):  # type: ignore[no-untyped-def]
+    """:func:`placed` for perf samples: (tid, stack, weight, of it the sure joins)."""
+    data = bundle_data([], (), {})
+    ctx = context(data)
+    ctx.oncpu = [OnCpuSample(t, st, w, FR.categorize(st), sure=u) for t, st, w, u in samples]
+    stages.stages(ctx)
+    return {(s.tid, s.stack): (s.category, s.how) for s in ctx.oncpu}, ctx
+
+
+def test_a_kernel_seen_only_after_the_thread_left_the_line_is_no_model_call() -> None:
+    # GIVEN a service whose requests are shorter than py-spy's period: its threads are seen at
+    # the hottest line of the cleaning (fold, line 31) before a whole model call, and 5 GEMV
+    # samples join there; py-spy never saw the thread at that line again after any of them
+    model = ("serve (app.py:90)", "handle (app.py:24)", "Ranker.__call__ (model.py:10)", GEMV)
+    stale = ("serve (app.py:90)", "handle (app.py:20)", "fold (text.py:31)", GEMV)
+    work = ("serve (app.py:90)", "handle (app.py:20)", "fold (text.py:31)", UNIDATA)
+    later = ("serve (app.py:90)", "handle (app.py:20)", "fold (text.py:33)")
+    samples = [
+        (1, model, 20.0, 15.0),
+        (1, stale, 5.0, 0.0),
+        (1, work, 4.0, 4.0),
+        (1, later, 5.0, 5.0),
+    ]
+    got, ctx = sure_placed(samples)
+    # THEN fold's line is no model call (and its line 33 is not "after" one): it is the
+    # cleaning before the real model call at handle's line 24
+    assert [mp.path[-1] for mp in ctx.structure.calls] == ["Ranker.__call__ (model.py:10)"]  # type: ignore[union-attr]
+    assert got[(1, later)] == ("preprocess", "structure")
+    # near miss: the same samples with py-spy seeing the thread there after them: a model call
+    samples[1] = (1, stale, 5.0, 5.0)
+    _, ctx = sure_placed(samples)
+    assert "fold (text.py:31)" in [mp.path[-1] for mp in ctx.structure.calls]  # type: ignore[union-attr]
+
+
+def test_a_kernel_call_seen_once_or_twice_is_no_model_call() -> None:
+    # GIVEN 2 sure GEMV samples at fold's line 31, the line's only samples, and a model call
+    # (by its kernel) at handle's line 24 with 40
+    model = ("serve (app.py:90)", "handle (app.py:24)", GEMV)
+    twice = ("serve (app.py:90)", "handle (app.py:20)", "fold (text.py:31)", GEMV)
+    _, ctx = sure_placed([(1, model, 40.0, 40.0), (1, twice, 2.0, 2.0)])
+    # THEN two samples do not make a model call
+    assert [mp.path[-1] for mp in ctx.structure.calls] == ["handle (app.py:24)"]  # type: ignore[union-attr]
+    # near miss: three do (here also a tenth of all compute-kernel time)
+    _, ctx = sure_placed([(1, model, 20.0, 20.0), (1, twice, 3.0, 3.0)])
+    assert len(ctx.structure.calls) == 2  # type: ignore[union-attr]
+    # near miss: three that are under a tenth of the kernel time are not
+    _, ctx = sure_placed([(1, model, 40.0, 40.0), (1, twice, 3.0, 3.0)])
+    assert len(ctx.structure.calls) == 1  # type: ignore[union-attr]
 
 
 def test_the_out_structure_survives_the_shares_step() -> None:

@@ -186,7 +186,7 @@ def test_perf_samples_join_python_stacks_and_take_the_kernel_s_category():
         1: ("start (libpython3.11.so)", "_PyEval_EvalFrameDefault (libpython3.11.so)"),
     }  # fmt: skip
     samples = pd.DataFrame(
-        {"t": [0.01, 0.02, 0.03, 0.15], "tid": [1] * 4, "stack_id": [0, 0, 0, 1]}
+        {"t": [0.01, 0.02, 0.095, 0.15], "tid": [1] * 4, "stack_id": [0, 0, 0, 1]}
     )
     data = bundle_data(
         ticks(1, [0, 0.1, 0.2]),
@@ -207,8 +207,44 @@ def test_perf_samples_join_python_stacks_and_take_the_kernel_s_category():
     gemm = next(s for s in ctx.oncpu if s.category == "compute")
     assert gemm.stack == ("serve (app.py:1)", "predict (app.py:5)", "sgemm_kernel (libopenblas.so)")
     assert gemm.weight == 3.0
+    # the join is sure for 2 of them: py-spy saw predict() again after them, not after 0.095
+    assert gemm.sure == 2.0
     (root, *_), _w = ctx.out.flames["cpu"][0]
     assert ThreadFrame.parse(root) == ThreadFrame(1, "thread-1")
+
+
+def test_a_thread_seen_waiting_for_work_but_running_a_text_kernel_had_left_its_wait():
+    # GIVEN py-spy saw pool thread 1 in Queue.get at 0.0 and 0.1 (idle at both samples),
+    # and perf saw it in unicodedata's NFKD at 0.05 (a whole request ran in between), and
+    # in the kernel's futex wait at 0.06 (the wait itself)
+    wait = ("run (pool.py:10)", "Queue.get (/usr/lib/python3.11/queue.py:171)")
+    py = {0: wait}
+    native = {
+        0: ("start (libpython3.11.so)", "_PyEval_EvalFrameDefault (libpython3.11.so)", "nfd_nfkd (unicodedata.cpython-311-x86_64-linux-gnu.so)"),
+        1: ("start (libpython3.11.so)", "_PyEval_EvalFrameDefault (libpython3.11.so)", "futex_wait ([kernel.kallsyms])"),
+    }  # fmt: skip
+    samples = pd.DataFrame({"t": [0.05, 0.06], "tid": [1, 1], "stack_id": [0, 1]})
+    data = bundle_data(
+        ticks(1, [0, 0.1, 0.2]),
+        [(1, 0.0, 0.2, 0)],
+        py,
+        native_samples=samples,
+        native_stacks=native,
+        missing={},
+    )
+    ctx = run(data, threads.thread_states, oncpu.oncpu_samples, oncpu.oncpu_shares)
+    by_leaf = {s.stack[-1]: s for s in ctx.oncpu}
+    # THEN the NFKD sample keeps its native frames alone (its Python stack then is not known)
+    # and counts as preprocessing by its kernel's name; no sure join
+    nfkd = by_leaf["nfd_nfkd (unicodedata.cpython-311-x86_64-linux-gnu.so)"]
+    assert not any("Queue.get" in f for f in nfkd.stack) and nfkd.sure == 0.0
+    assert ctx.metrics["oncpu_share_preprocess"] == 0.5
+    # near miss: on a CPU inside the wait itself, the Python stack stays
+    futex = by_leaf["futex_wait ([kernel.kallsyms])"]
+    assert futex.stack[:2] == wait
+    # and without the rules (the plain join) both keep it
+    plain = oncpu.perf_samples(data)
+    assert all(st[:2] == wait for _, st, _, _ in plain)
 
 
 # --- flame graphs --------------------------------------------------------------------------
