@@ -273,6 +273,7 @@ class PySpyCollector(_PySpyBased):
         samples_total = 0
         errors_total = 0
         covered = 0.0
+        converted: list[str] = []  # raw chunks whose every interval is in the tables
         for rel, spawn_t, _end_t, rc, stderr in runner.chunks:
             samples, errors = parse_summary(stderr)
             samples_total += samples or 0
@@ -292,6 +293,7 @@ class PySpyCollector(_PySpyBased):
                 continue
             del events
             tables.add(chunk_iv, chunk_names)
+            converted.append(rel)
             if chunk_iv:  # the time py-spy really sampled, start-up excluded
                 covered += max(i.end for i in chunk_iv) - min(i.start for i in chunk_iv)
         details["samples"] = samples_total
@@ -302,6 +304,11 @@ class PySpyCollector(_PySpyBased):
             reason = problems[0] if problems else "py-spy recorded no samples"
             return self.record(CollectorStatus.FAILED, reason, files, **details)
         files += tables.finish()
+        # the tables hold what the converted chunks did: the raw trace (about a third of a
+        # bundle) goes, once the tables are written; a chunk that did not convert stays
+        for rel in converted:
+            ctx.writer.unlink(rel)
+        files = [f for f in files if f not in converted]
         window = ctx.window()
         details["covered_s"] = round(covered, 2)
         if problems:
@@ -476,7 +483,9 @@ class GilCollector(_PySpyBased):
             return self.record(CollectorStatus.FAILED, reason, files, **details)
         ctx.writer.write_text("python/gil.folded", format_folded(rows))
         ctx.writer.write_json("python/gil.json", {"samples": samples_total})
-        files += ["python/gil.folded", "python/gil.json"]
+        for rel in files:  # every chunk's samples are in gil.folded now
+            ctx.writer.unlink(rel)
+        files = ["python/gil.folded", "python/gil.json"]
         notes = problems[:2]
         if ctx.target_exited.is_set():
             notes.append("the target exited during the capture")

@@ -23,13 +23,14 @@ from diagnose.bundle.manifest import CSV_GUARDED, Manifest
 from diagnose.bundle.reader import Bundle
 from diagnose.bundle.safedir import SafeDir, UnsafeDirectory
 from diagnose.bundle.writer import BundleWriter
+from diagnose.collect.base import CollectorStatus
 from diagnose.collect.child import Child, anchored_fds
 from diagnose.collect.proc_sampler import THREAD_COLUMNS
-from diagnose.collect.pyspy import PythonTables
+from diagnose.collect.pyspy import GilCollector, PySpyCollector, PythonTables
 from diagnose.errors import BadBundle, OutputError
 from diagnose.escape import csv_cell, csv_uncell
 from diagnose.formats.stacks import Interval
-from tests.conftest import is_root
+from tests.conftest import FIXTURES, is_root
 from tests.unit.fuzzing import fuzz
 
 FORMULAS = [
@@ -246,3 +247,64 @@ def test_tables_of_bundles_written_before_the_guard_are_read_as_they_are(tmp_pat
     (root / "t.csv").write_text("tid,name\n1,'quoted\n")
     b = Bundle(root, Manifest("1"), SafeDir.open(root))
     assert b.table("t.csv", ["tid"])["name"].tolist() == ["'quoted"]
+
+
+def test_raw_py_spy_chunks_go_once_their_intervals_are_in_the_tables(tmp_path):
+    # GIVEN two chunks py-spy wrote: one a real chrometrace, one cut short (unreadable)
+    w = BundleWriter.create(tmp_path / "b")
+    raw = (FIXTURES / "bundles" / "lock_contention" / "python" / "trace-000.json").read_bytes()
+    w.write_bytes("python/trace-000.json", raw)
+    w.write_bytes("python/trace-001.json", raw[: len(raw) // 2])
+    said = "py-spy> Wrote chrome trace. Samples: 100 Errors: 0"
+    col = PySpyCollector()
+    col.binary = "py-spy"
+    col.runner = SimpleNamespace(  # type: ignore[assignment]
+        chunks=[
+            ("python/trace-000.json", 0.0, 4.0, 0, said),
+            ("python/trace-001.json", 4.0, 8.0, 0, said),
+        ],
+        join=lambda timeout: None,
+    )
+    stop = threading.Event()
+    ctx = SimpleNamespace(
+        writer=w,
+        target=SimpleNamespace(pid=1),
+        options=SimpleNamespace(native=False, nonblocking=True, rate=100),
+        target_exited=threading.Event(),
+        stop_event=stop,
+        window=lambda: 8.0,
+        plan=None,
+    )
+    rec = col.finish(ctx, timeout=1)  # type: ignore[arg-type]
+    # THEN the converted chunk is gone (its intervals are in the tables), the other stays
+    assert not w.is_file("python/trace-000.json")
+    assert w.is_file("python/trace-001.json")
+    assert rec.status is CollectorStatus.PARTIAL and "trace-001.json" in rec.reason
+    assert "python/trace-001.json" in rec.files and "python/trace-000.json" not in rec.files
+    iv = w.read_text("python/intervals.csv").splitlines()
+    assert len(iv) > 100 and iv[0] == "tid,start,end,stack_id"
+
+
+def test_gil_chunks_go_once_merged(tmp_path):
+    w = BundleWriter.create(tmp_path / "b")
+    raw = (FIXTURES / "bundles" / "lock_contention" / "python" / "gil-000.folded").read_bytes()
+    w.write_bytes("python/gil-000.folded", raw)
+    col = GilCollector()
+    col.binary = "py-spy"
+    said = "py-spy> Wrote flamegraph data. Samples: 50 Errors: 0"
+    col.runner = SimpleNamespace(  # type: ignore[assignment]
+        chunks=[("python/gil-000.folded", 0.0, 4.0, 0, said)], join=lambda timeout: None
+    )
+    ctx = SimpleNamespace(
+        writer=w,
+        target=SimpleNamespace(pid=1),
+        options=SimpleNamespace(rate=100),
+        target_exited=threading.Event(),
+        window=lambda: 4.0,
+        plan=None,
+    )
+    rec = col.finish(ctx, timeout=1)  # type: ignore[arg-type]
+    assert rec.status is CollectorStatus.OK, rec.reason
+    assert rec.files == ["python/gil.folded", "python/gil.json"]
+    assert not w.is_file("python/gil-000.folded")
+    assert w.read_text("python/gil.folded").strip()  # the samples moved, not lost
