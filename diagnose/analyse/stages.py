@@ -87,8 +87,8 @@ def model_paths(samples: list[OnCpuSample], frames: FrameRules) -> dict[int, lis
     exact line (all threads: the same code) is in compute kernels, counting only the sure
     joins (py-spy saw the thread at that line again after the sample: a thread at 18 Hz
     runs a whole short call between two samples); it holds KERNEL_PATH_SHARE of all the
-    compute-kernel time and KERNEL_PATH_MIN samples; and the line is not a wait (a frame that waits for work or a lock
-    calls no kernel: that join was stale)."""
+    compute-kernel time and KERNEL_PATH_MIN samples; and the line is not a wait (a frame
+    that waits for work or a lock calls no kernel: that join was stale)."""
     acc: dict[int, dict[tuple[Stack, str, str], float]] = defaultdict(lambda: defaultdict(float))
     at_line: dict[Stack, float] = defaultdict(float)
     kernel_at: dict[Stack, float] = defaultdict(float)
