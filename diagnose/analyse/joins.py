@@ -34,6 +34,16 @@ def map_distinct(
     return out[codes]
 
 
+def select_text(conds: list[Any], choices: list[str], default: str, index: pd.Index) -> pd.Series:
+    """``np.select`` for text choices, as a Series whose rows share one string object per
+    choice: ``np.select`` on strings makes a fixed-width array that pandas turns into one
+    new string per row (about 50 MB per million rows)."""
+    names = [*dict.fromkeys([*choices, default])]
+    code = {name: i for i, name in enumerate(names)}
+    picked = np.select(conds, [code[c] for c in choices], default=code[default])
+    return pd.Series(np.array(names, dtype=object)[picked], index=index)
+
+
 def python_stack_at(
     py_intervals: pd.DataFrame | None,
     t: npt.ArrayLike,

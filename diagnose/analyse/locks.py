@@ -373,21 +373,56 @@ def gil_wait_in_windows(
     if held <= 0:
         return None
     waited = 0.0
+    by_tid = dict(tuple(gil.groupby("tid")))
     for tid, g in windows.groupby("tid"):
-        mine = gil[gil["tid"] == tid]
-        if mine.empty:
+        mine = by_tid.get(tid)
+        if mine is None:
             continue
-        ws, we = mine["t"].to_numpy(), (mine["t"] + mine["dur"]).to_numpy()
-        order = np.argsort(ws)
-        ws, we = ws[order], we[order]
-        for a, b in zip(g["start"].to_numpy(), g["end"].to_numpy(), strict=True):
-            lo = np.searchsorted(we, a, side="right")  # waits ending after the window opens
-            hi = np.searchsorted(ws, b, side="left")  # ... and starting before it closes
-            if hi > lo:
-                waited += float(
-                    np.clip(np.minimum(we[lo:hi], b) - np.maximum(ws[lo:hi], a), 0, None).sum()
-                )
+        waited += float(
+            covered_within(
+                merged_intervals(mine["t"].to_numpy(), (mine["t"] + mine["dur"]).to_numpy()),
+                g["start"].to_numpy(),
+                g["end"].to_numpy(),
+            ).sum()
+        )
     return rounded(min(1.0, waited / held), 3)
+
+
+Intervals = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]
+
+
+def merged_intervals(starts: npt.NDArray[np.float64], ends: npt.NDArray[np.float64]) -> Intervals:
+    """Intervals merged where they overlap, sorted: (starts, ends, time covered before each)."""
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    if not len(s):
+        return s, e, np.zeros(1)
+    reach = np.maximum.accumulate(e)
+    new = np.ones(len(s), dtype=bool)
+    new[1:] = s[1:] > reach[:-1]
+    first = np.flatnonzero(new)
+    ms = s[first]
+    me = np.maximum.reduceat(e, first)
+    before = np.concatenate(([0.0], np.cumsum(me - ms)))
+    return ms, me, before
+
+
+def covered_until(iv: Intervals, x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Time the merged intervals cover before each x."""
+    s, e, before = iv
+    if not len(s):
+        return np.zeros(len(x))
+    k = np.searchsorted(s, x, side="right")  # intervals starting at or before x
+    j = np.maximum(k - 1, 0)
+    partial = np.clip(np.minimum(e[j], x) - s[j], 0, None)
+    return np.where(k > 0, before[j] + partial, 0.0)
+
+
+def covered_within(
+    iv: Intervals, a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    """How long the merged intervals cover inside each window [a, b] (0 for an empty one)."""
+    return np.clip(covered_until(iv, np.maximum(a, b)) - covered_until(iv, a), 0, None)
 
 
 def sites_in_windows(

@@ -30,7 +30,7 @@ import pandas as pd
 
 from diagnose.analyse.arch import Syscalls
 from diagnose.analyse.frames import FrameRules, python_leaf, user_leaf, waiting_caller
-from diagnose.analyse.joins import map_distinct, python_stack_at
+from diagnose.analyse.joins import map_distinct, python_stack_at, select_text
 from diagnose.analyse.load import BundleData
 from diagnose.analyse.model import BUSY_STATES, STATES, Context, ThreadTime, ratio, rounded
 from diagnose.formats.stacks import Stack
@@ -222,22 +222,19 @@ def _intervals(df: pd.DataFrame, calls: Syscalls) -> pd.DataFrame:
     iv["slices"] = d_sl[valid].clip(lower=0).fillna(0.0)
     end_cls = iv["wait_class"]
     start_cls = prev_class[valid].fillna("other")
-    off_cls = np.where(
-        end_cls == "runnable", np.where(start_cls == "runnable", "other", start_cls), end_cls
+    # rows keep the string objects they came with: np.where on text makes one new per row
+    iv["off_class"] = start_cls.where(start_cls != "runnable", "other").where(
+        end_cls == "runnable", end_cls
     )
-    iv["off_class"] = off_cls
     for s in ("gil", "lock", "io", "idle", "other"):
         iv[s] = np.where(iv["off_class"] == s, off, 0.0)
     # where the off-CPU time was spent: the tick whose wait class it took (the interval's
     # end, or its start when the thread was runnable again at the end)
     addr = _futex_addr(df, calls)
-    from_start = (end_cls == "runnable").to_numpy()
-    iv["futex_addr"] = np.where(
-        from_start, addr.groupby(df["tid"]).shift(1)[valid].fillna(""), addr[valid]
-    )
-    iv["wait_leaf"] = np.where(
-        from_start, g["py_leaf"].shift(1)[valid].fillna(""), iv["py_leaf"].to_numpy()
-    )
+    back = end_cls == "runnable"
+    iv["futex_addr"] = addr.groupby(df["tid"]).shift(1)[valid].fillna("").where(back, addr[valid])
+    iv["wait_leaf"] = g["py_leaf"].shift(1)[valid].fillna("").where(back, iv["py_leaf"])
+    from_start = back.to_numpy()
     if "client" in df:
         was_client = np.where(
             from_start,
@@ -259,8 +256,9 @@ def _per_thread(
     per = iv.groupby("tid")[list(STATES)].sum()
     per["total"] = per[list(STATES)].sum(axis=1)
     per["busy"] = per[list(BUSY_STATES)].sum(axis=1)
-    first = df.groupby("tid").first()
-    last = df.groupby("tid").last()
+    firsts = [c for c in ("t", "comm") if c in df]  # not every column: a copy of each
+    first = df.groupby("tid")[firsts].first()
+    last = df.groupby("tid")[["t"]].last()
     per["comm"] = first["comm"].astype(str) if "comm" in first else ""
     per["name"] = [data.py_names.get(int(t), "") for t in per.index]
     per["python"] = [int(t) in py_tids for t in per.index]
@@ -330,7 +328,7 @@ def classify_waits(
     ]
     choices = ["other", "io", "gil", "idle", "io", "lock", "other", "idle", "idle", "idle", "io",
                "io", "idle", "idle", "runnable"]  # fmt: skip
-    return pd.Series(np.select(conds, choices, default="other"), index=df.index)
+    return select_text(conds, choices, "other", df.index)
 
 
 def _hex_to_float(s: pd.Series) -> pd.Series:

@@ -6,11 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from diagnose.analyse.frames import inside_region
 from diagnose.analyse.locks import (
+    covered_within,
     gil_behind_locks,
     gil_wait_in_windows,
+    merged_intervals,
     perf_locks,
     proc_locks,
     top_lock_metrics,
@@ -203,3 +207,32 @@ def test_a_native_target_without_a_contended_mutex_measures_its_absence():
     assert m["lock_hotspots"] == 0
     assert (m["lock_top_address"], m["lock_top_site"], m["lock_top_holder_site"]) == ("", "", "")
     assert (m["lock_top_waiters"], m["lock_top_share"], m["lock_waiters_max"]) == (0, 0.0, 0)
+
+
+def _covered_by_hand(waits: list[tuple[float, float]], a: float, b: float) -> float:
+    """The time inside [a, b] that at least one wait covers, by merging the clipped waits."""
+    clipped = sorted((max(s, a), min(e, b)) for s, e in waits if min(e, b) > max(s, a))
+    total, reach = 0.0, a
+    for s, e in clipped:
+        if e > reach:
+            total += e - max(s, reach)
+            reach = e
+    return total
+
+
+@given(
+    waits=st.lists(
+        st.tuples(st.floats(0, 10), st.floats(0, 3)).map(lambda p: (p[0], p[0] + p[1])),
+        max_size=8,
+    ),
+    windows=st.lists(st.tuples(st.floats(-1, 11), st.floats(-1, 4)), min_size=1, max_size=6),
+)
+def test_time_covered_inside_windows_matches_merging_by_hand(waits, windows):
+    # overlapping waits (a sampling artefact) are counted once, not twice
+    a = np.array([w[0] for w in windows])
+    b = a + np.array([w[1] for w in windows])
+    ws = np.array([w[0] for w in waits], dtype=float)
+    we = np.array([w[1] for w in waits], dtype=float)
+    got = covered_within(merged_intervals(ws, we), a, b)
+    want = [_covered_by_hand(waits, x, y) for x, y in zip(a, b, strict=True)]
+    assert got == pytest.approx(want, abs=1e-9)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
-from diagnose.analyse.joins import python_stack_at, python_stack_seen
+from diagnose.analyse.joins import python_stack_at, python_stack_seen, select_text
 
 #: thread 1 in stack 7 from 0.00 to 0.10 s (py-spy at 100 Hz: samples at 0.00 ... 0.09),
 #: then in stack 8 for one sample (0.10 to 0.11); thread 2 in stack 9
@@ -36,3 +37,14 @@ def test_a_join_is_sure_where_py_spy_saw_the_same_stack_after_the_moment() -> No
 def test_near_miss_no_intervals_join_nothing() -> None:
     ids, seen = python_stack_seen(None, [0.1], [1], period=0.01)
     assert ids.tolist() == [-1] and seen.tolist() == [False]
+
+
+def test_select_text_picks_like_np_select_and_shares_one_string_per_choice():
+    x = np.arange(10)
+    conds = [x < 3, x < 6, x == 8]
+    choices = ["low", "mid", "low"]
+    got = select_text(conds, choices, "other", pd.RangeIndex(10))
+    want = np.select(conds, choices, default="other")
+    assert got.tolist() == want.tolist()
+    # one object per distinct text, not one per row (a million rows, a few choices)
+    assert len({id(v) for v in got}) == 3
