@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
+
 from benchmarks.common import (
     DIAGNOSE,
     RESULTS,
@@ -86,6 +88,8 @@ def rows_read(bundle: Path) -> dict[str, int]:
         if p.exists():
             with p.open("rb") as f:
                 out[rel] = max(0, sum(1 for _ in f) - 1)
+        elif p.with_suffix(".parquet").exists():
+            out[rel] = pq.ParquetFile(p.with_suffix(".parquet")).metadata.num_rows
     return out
 
 

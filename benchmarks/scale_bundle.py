@@ -34,6 +34,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from diagnose.bundle.columnar import compact_tables, parquet_name
+from diagnose.bundle.safedir import SafeDir
+from diagnose.bundle.writer import BundleWriter
 from diagnose.formats.stacks import ThreadFrame
 
 TID_STEP = 1 << 22  # 4194304, the kernel's largest pid_max: no real thread id reaches it
@@ -67,8 +70,17 @@ TABLES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], str |
 
 
 def _read(path: Path) -> pd.DataFrame:
-    """Every column as text, empty cells kept empty: what is not rewritten stays as it was."""
+    """Every column as text, empty cells kept empty: what is not rewritten stays as it was.
+    A table the capture rewrote as Parquet is read from it (numbers in Python's spelling)."""
+    pq = path.with_suffix(".parquet")
+    if not path.exists() and pq.exists():
+        df = pd.read_parquet(pq)
+        return df.astype(object).where(df.notna(), "").astype(str)
     return pd.read_csv(path, dtype=str, keep_default_na=False)
+
+
+def _exists(path: Path) -> bool:
+    return path.exists() or path.with_suffix(".parquet").exists()
 
 
 def _num(col: pd.Series) -> pd.Series:
@@ -91,7 +103,7 @@ def period(src: Path) -> float:
     tick = 1.0 / float(manifest["capture"].get("proc_rate_hz") or 20)
     latest = float(manifest["capture"].get("duration_requested") or 0)
     for rel, (tcols, _, _, _) in TABLES.items():
-        if (src / rel).exists():
+        if _exists(src / rel):
             df = _read(src / rel)
             for c in tcols:
                 if c in df and len(df):
@@ -153,9 +165,11 @@ def scale(src: Path, dst: Path, k: int = 1, m: int = 1) -> Path:
     if dst.exists():
         raise SystemExit(f"{dst} exists")
     T = period(src)
-    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("report.*", "compare.*", ".reserve"))
+    shutil.copytree(
+        src, dst, ignore=shutil.ignore_patterns("report.*", "compare.*", ".reserve", "*.parquet")
+    )
     for rel in TABLES:
-        if (src / rel).exists():
+        if _exists(src / rel):
             df = _read(src / rel)
             scale_table(df, rel, k, m, T).to_csv(dst / rel, index=False)
     names = src / "python/threads.csv"
@@ -187,6 +201,16 @@ def scale(src: Path, dst: Path, k: int = 1, m: int = 1) -> Path:
         "period_s": T,
         "by": "benchmarks/scale_bundle.py",
     }
+    # the tables as the capture leaves them: the large ones as Parquet
+    writer = BundleWriter(SafeDir.open(dst))
+    cap["tables"] = compact_tables(writer, "auto")
+    writer.close()
+    for rec in manifest.get("collectors", {}).values():
+        files = [
+            f[: -len(".parquet")] + ".csv" if f.endswith(".parquet") else f
+            for f in rec.get("files", [])
+        ]
+        rec["files"] = [parquet_name(f) if f in cap["tables"]["parquet"] else f for f in files]
     (dst / "manifest.json").write_text(json.dumps(manifest, indent=1))
     return dst
 

@@ -18,7 +18,6 @@ import errno
 import json
 import mmap
 import os
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from diagnose.bundle.columnar import parquet_name, read_csv_rows, read_parquet_rows
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus, Manifest
 from diagnose.bundle.safedir import SafeDir
 from diagnose.bundle.schema import validate
@@ -34,6 +34,12 @@ from diagnose.escape import CSV_GUARD as GUARD
 from diagnose.escape import csv_uncell
 
 MAX_JSON_BYTES = 512 * 1024 * 1024
+
+# Text columns as Python strings, not Arrow's (pandas' default once pyarrow is installed): the
+# analysis takes, groups and compares millions of short strings (states, thread names,
+# frames), and on the 10-minute, 256-thread bundle of docs/performance.md Arrow strings made
+# the report 14 s -> 16 s and 1.0 -> 1.6 GiB.
+pd.set_option("mode.string_storage", "python")
 
 
 class Bundle:
@@ -89,7 +95,12 @@ class Bundle:
         return self.root / rel
 
     def has(self, rel: str) -> bool:
-        return self.dir is not None and self.dir.is_file(rel)
+        """Is member ``rel`` there (a table also as the Parquet it was rewritten as)?"""
+        if self.dir is None:
+            return False
+        return self.dir.is_file(rel) or (
+            rel.endswith(".csv") and self.dir.is_file(parquet_name(rel))
+        )
 
     def open_member(self, rel: str) -> int:
         """A read descriptor of member ``rel``: a regular file inside the bundle, or
@@ -129,20 +140,31 @@ class Bundle:
     def table(
         self, rel: str, required: Sequence[str], dtypes: dict[str, Any] | None = None
     ) -> pd.DataFrame:
-        """Load a CSV member. Rows cut short (a capture that was killed) are dropped."""
-        fd = self.open_member(rel)
-        with os.fdopen(fd, "rb") as fh:  # pandas reads the file itself: no copy in memory
-            try:
-                size = os.fstat(fd).st_size
-                whole_rows = size == 0 or os.pread(fd, 1, size - 1) == b"\n"
-                guarded = self.manifest.csv_guarded and _has_guarded_cell(fd, size)
-                df = pd.read_csv(fh, on_bad_lines="skip", low_memory=False)
-            except pd.errors.EmptyDataError:
-                return pd.DataFrame({c: pd.Series(dtype="float64") for c in required})
-            except (ValueError, UnicodeDecodeError, OSError, pd.errors.ParserError) as exc:
-                raise BadBundle(f"{rel} is not a readable table: {_one_line(exc)}") from exc
-        if len(df) and not whole_rows:
-            df = df.iloc[:-1]  # its last row was cut short: diagnose was stopped mid-write
+        """Load a table: CSV member ``rel``, or the Parquet it was rewritten as when the
+        capture ended (:mod:`diagnose.bundle.columnar`). Rows cut short (a capture that was
+        killed) are dropped."""
+        member = rel
+        if not self._dir().is_file(rel) and self._dir().is_file(parquet_name(rel)):
+            member = parquet_name(rel)
+        fd = self.open_member(member)
+        try:
+            if member != rel:
+                guarded = self.manifest.csv_guarded
+                df = read_parquet_rows(fd)
+            else:
+                try:
+                    size = os.fstat(fd).st_size
+                    guarded = self.manifest.csv_guarded and _has_guarded_cell(fd, size)
+                except BaseException:
+                    os.close(fd)
+                    raise
+                df = read_csv_rows(fd)  # pandas reads the file itself: no copy in memory
+        except pd.errors.EmptyDataError:
+            return pd.DataFrame({c: pd.Series(dtype="float64") for c in required})
+        except ImportError as exc:
+            raise BadBundle(f"{member} needs pyarrow to be read: {_one_line(exc)}") from exc
+        except (ValueError, UnicodeDecodeError, OSError, pd.errors.ParserError) as exc:
+            raise BadBundle(f"{member} is not a readable table: {_one_line(exc)}") from exc
         if guarded:
             _unguard(df)
         missing = [c for c in required if c not in df.columns]
@@ -176,16 +198,23 @@ class Bundle:
         return self.collector(name).status in (CollectorStatus.OK, CollectorStatus.PARTIAL)
 
 
-_GUARDED_CELL = re.compile(rb"(?:^|,)\"?" + re.escape(GUARD.encode()), re.M)
+_GUARD = GUARD.encode()
+#: where a guarded cell can start: after a separator or a line break, quoted or not
+_CELL_STARTS = tuple(sep + q + _GUARD for sep in (b",", b"\n") for q in (b"", b'"'))
 
 
 def _has_guarded_cell(fd: int, size: int) -> bool:
-    """Could a cell of this file carry the formula guard? (A scan of the mapped file: most
-    tables have none, and then the columns need not be looked at.)"""
+    """Could a cell of this file carry the formula guard? (A scan of the mapped file with
+    ``find``, which runs at memory speed: most tables have none, and then the columns need
+    not be looked at.)"""
     if size == 0:
         return False
     with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as data:
-        return _GUARDED_CELL.search(data) is not None
+        if data.find(_GUARD) < 0:
+            return False
+        if data[:1] == _GUARD or data[:2] == b'"' + _GUARD:
+            return True
+        return any(data.find(start) >= 0 for start in _CELL_STARTS)
 
 
 def _unguard(df: pd.DataFrame) -> None:

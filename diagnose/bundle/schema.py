@@ -238,6 +238,16 @@ MANIFEST = Obj(
                         }
                     )
                 ),
+                "tables": Opt(
+                    Obj(
+                        {
+                            "format": STR,
+                            "min_bytes": INT,
+                            "parquet": DictOf(Obj({"csv_bytes": INT, "parquet_bytes": INT})),
+                            "kept": DictOf(STR),
+                        }
+                    )
+                ),
                 "cpu_budget": Opt(
                     Obj(
                         {

@@ -132,6 +132,8 @@ class CaptureInfo:
     run: Mapping[str, Any] | None = None  # diagnose run: the command and how it exited
     # diagnose's CPU budget and the samplers' rates it chose (collect/budget.py Plan.to_dict)
     cpu_budget: Mapping[str, Any] | None = None
+    # the tables rewritten as Parquet once captured, and those kept CSV (bundle/columnar.py)
+    tables: Mapping[str, Any] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     OPTIONAL: ClassVar[frozenset[str]] = frozenset(
@@ -148,6 +150,7 @@ class CaptureInfo:
             "safety_note",
             "run",
             "cpu_budget",
+            "tables",
         }
     )
 

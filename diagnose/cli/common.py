@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 import click
 
+from diagnose.bundle.columnar import TABLE_FORMATS
 from diagnose.collect.base import CaptureOptions
 from diagnose.collect.registry import COLLECTORS, parse_collectors, with_collector
 from diagnose.collect.session import CaptureResult
@@ -121,6 +122,14 @@ _CAPTURE_OPTS = [
         show_default=True,
         help="Disk budget of the bundle; the capture stops early when it is reached.",
     ),
+    click.option(
+        "--tables",
+        type=click.Choice(TABLE_FORMATS),
+        default="auto",
+        show_default=True,
+        help="Format of the large tables once captured: auto rewrites those of 8 MiB and more "
+        "as Parquet (a quarter of the size), csv keeps every table CSV (docs/bundle.md).",
+    ),
 ]
 
 
@@ -181,6 +190,7 @@ def make_options(
     max_bundle_mb: int,
     false_sharing: bool = False,
     cpu_budget: float | None = None,
+    tables: str = "auto",
 ) -> CaptureOptions:
     if max_bundle_mb < 1:
         raise UsageError(f"--max-bundle-mb must be at least 1 (MiB), not {max_bundle_mb}")
@@ -200,6 +210,7 @@ def make_options(
         nonblocking=nonblocking,
         collectors=names,
         max_bundle_bytes=max_bundle_mb * 1024 * 1024,
+        tables=tables,
     )
 
 

@@ -44,6 +44,7 @@ class CaptureOptions:
     collectors: tuple[str, ...] | None = None  # None: all that this host supports
     max_bundle_bytes: int = 1024 * 1024 * 1024  # the disk budget of one bundle
     min_free_bytes: int = 256 * 1024 * 1024  # stop before the disk holds less than this
+    tables: str = "auto"  # large tables as Parquet once captured (bundle/columnar.py)
 
 
 @dataclass

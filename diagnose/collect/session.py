@@ -30,6 +30,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from diagnose import __version__
+from diagnose.bundle.columnar import compact_tables, parquet_name
 from diagnose.bundle.manifest import CSV_GUARDED, CollectorRecord, CollectorStatus, Manifest
 from diagnose.bundle.sections import CaptureInfo, HostInfo, TargetInfo
 from diagnose.bundle.writer import BundleWriter
@@ -294,6 +295,8 @@ def _capture_locked(
             writer.release_reserve()  # room to finish the bundle, should the disk be full
             if not _finish_collectors(ctx, running, records):
                 ended_by = "disk_full"
+            else:
+                _compact(ctx, manifest, records, progress)
     finally:
         kill_all_children()
         writer.release_reserve()
@@ -412,6 +415,24 @@ def _finish_collectors(
                 f"internal error while finishing: {type(exc).__name__}: {exc}",
             )
     return room
+
+
+def _compact(
+    ctx: CaptureContext,
+    manifest: Manifest,
+    records: dict[str, CollectorRecord],
+    progress: ProgressFn | None,
+) -> None:
+    """The large tables as Parquet (bundle/columnar.py), now that nothing writes them; the
+    collectors' lists of files name what is there."""
+    if ctx.options.tables == "csv":
+        return
+    if progress is not None:
+        progress("compacting the large tables")
+    tables = compact_tables(ctx.writer, ctx.options.tables)
+    manifest.capture = replace(manifest.capture, tables=tables)
+    for rec in records.values():
+        rec.files = [parquet_name(f) if f in tables["parquet"] else f for f in rec.files]
 
 
 def _close_manifest(manifest: Manifest, ctx: CaptureContext, ended_by: str, note: str) -> None:

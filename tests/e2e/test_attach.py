@@ -203,3 +203,33 @@ def test_pyspy_lowers_its_rate_to_fit_the_cpu_budget_unless_a_rate_is_given(tmp_
     assert c["rate_hz"] == 100 and "rate_note" not in c
     # 10 times the rate: 13-15 times the samples measured at a load average of 8
     assert c["samples"] > 3 * d["samples"]
+
+
+def test_tables_parquet_rewrites_the_tables_and_the_report_reads_them(tmp_path):
+    # GIVEN a capture asked to keep its large tables as Parquet whatever their size
+    out = tmp_path / "bundle"
+    proc = start_states()
+    try:
+        capture(proc.pid, out, CaptureOptions(duration=2, tables="parquet"))
+    finally:
+        proc.kill()
+        proc.wait()
+    bundle = Bundle.open(out)
+    tables = bundle.manifest.capture.tables
+    assert tables is not None and tables["format"] == "parquet" and not tables["kept"], tables
+    # THEN the /proc table is Parquet only, and the collector's list of files says so
+    assert "proc/threads.csv" in tables["parquet"]
+    assert (out / "proc" / "threads.parquet").is_file()
+    assert not (out / "proc" / "threads.csv").exists()
+    assert "proc/threads.parquet" in bundle.manifest.collectors["proc"].files
+    # AND the report reads it: the spinning thread is seen running more than any other
+    res = subprocess.run(
+        [sys.executable, "-m", "diagnose", "report", str(out), "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr
+    report = json.loads((out / "report.json").read_text())
+    running = {t.get("name"): t["shares"]["running"] for t in report["threads"]}
+    assert max(running, key=lambda n: running[n]) == "spinner", running

@@ -240,6 +240,23 @@ def test_thread_names_in_the_bundle_tables_are_spreadsheet_safe(tmp_path):
     assert list(comms["comm"]) == [n[:15] for n in names.values()]
 
 
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("name,tid\n'=1,2\n", "=1"),  # the first cell of a row
+        ('name,tid\n"\'=a,b",2\n', "=a,b"),  # quoted (it holds a separator)
+        ("tid,name\n3,'@x\n", "@x"),  # not the first cell
+        ("tid,name\n3,it's\n", "it's"),  # a quote inside a name is the name's own
+    ],
+)
+def test_a_guarded_cell_is_found_wherever_it_sits(tmp_path, text, want):
+    root = tmp_path / "b"
+    root.mkdir()
+    (root / "t.csv").write_text(text)
+    b = Bundle(root, Manifest("1", csv_text=CSV_GUARDED), SafeDir.open(root))
+    assert b.table("t.csv", [])["name"].tolist() == [want]
+
+
 def test_tables_of_bundles_written_before_the_guard_are_read_as_they_are(tmp_path):
     # a bundle that does not declare the guard: a leading ' is the name's own
     root = tmp_path / "b"
