@@ -36,6 +36,7 @@ _SWITCH = re.compile(r"^PERF_RECORD_SWITCH(?:_CPU_WIDE)?\s+(?P<dir>IN|OUT)(?P<re
 _LOST = re.compile(r"^PERF_RECORD_LOST(?:_SAMPLES)?\b.*?(?P<n>\d+)\s*$")
 _FRAME = re.compile(r"^\t\s*(?P<ip>[0-9a-fA-F]+)\s(?P<rest>.*)$")
 _MAX_FRAME = 400  # characters of one frame label kept (C++ templates can be huge)
+_MAX_LABELS = 200_000  # distinct frame lines remembered while parsing (bounded memory)
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,10 @@ def parse_script(lines: Iterable[str]) -> Iterator[PerfEvent]:
     (warnings, a line cut off at the end of a killed run) are skipped."""
     current: PerfEvent | None = None
     frames: list[str] = []
+    # a frame line (address, symbol, library) recurs in every event with that call chain:
+    # parse each distinct one once (a 60 s scheduler trace has millions of frame lines and
+    # a few thousand distinct ones)
+    labels: dict[str, str | None] = {}
 
     def done() -> PerfEvent | None:
         if current is None:
@@ -127,7 +132,12 @@ def parse_script(lines: Iterable[str]) -> Iterator[PerfEvent]:
         line = raw.rstrip("\n")
         if line.startswith("\t"):
             if current is not None:
-                f = _parse_frame(line)
+                if line in labels:
+                    f = labels[line]
+                else:
+                    f = _parse_frame(line)
+                    if len(labels) < _MAX_LABELS:
+                        labels[line] = f
                 if f is not None:
                     frames.append(f)
             continue

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from diagnose.formats import perf_script
 from diagnose.formats.perf_c2c import C2cFormatError, parse_c2c
 from diagnose.formats.perf_sched import FutexWait, OffCpu, SchedSummary, convert, futex_cmd
 from diagnose.formats.perf_script import (
@@ -42,6 +44,28 @@ def test_header_callchain_and_switch_records():
     assert switch_state(sw) == "S"
     assert evs[1].fields == "preempt" and evs[2].fields == ""
     assert evs[3].lost == 17
+
+
+@pytest.mark.parametrize("remembered", [0, 1, 200_000])
+def test_frame_lines_that_recur_give_the_same_stacks_whatever_is_remembered(
+    monkeypatch, remembered
+):
+    # GIVEN the same call chain in many events (each distinct frame line parsed once)
+    monkeypatch.setattr(perf_script, "_MAX_LABELS", remembered)
+    chain = "\tffffffff821facd8 __schedule ([kernel.kallsyms])\n\t 85f16 f (/lib/libc.so.6)\n"
+    other = "\t 9a0 g (/lib/libm.so.6)\n"
+    text = "".join(
+        f"{100 + i} [000]  {1.0 + i:.6f}:       sched:sched_switch: x\n"
+        + chain
+        + (other if i % 2 else "")
+        + "\n"
+        for i in range(6)
+    )
+    evs = list(parse_script(text.splitlines(keepends=True)))
+    both = ("__schedule ([kernel.kallsyms])", "f (libc.so.6)")
+    assert [e.stack for e in evs] == [
+        both if i % 2 == 0 else (*both, "g (libm.so.6)") for i in range(6)
+    ]
 
 
 def test_target_controlled_names_cannot_fake_fields():
