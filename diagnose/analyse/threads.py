@@ -59,6 +59,8 @@ CONDITION_FRAMES = (
 _MUTEX_RE = re.compile("|".join(fnmatch.translate(p) for p in MUTEX_FRAMES))
 _COND_RE = re.compile("|".join(fnmatch.translate(p) for p in CONDITION_FRAMES))
 _DIGITS = re.compile(r"[\d_-]*\d[\d_-]*$")
+#: /proc rows accounted at once (whole threads): bounds the temporaries of a long capture
+CHUNK_ROWS = 200_000
 
 
 def column(df: pd.DataFrame, name: str, default: object = np.nan) -> pd.Series:
@@ -171,18 +173,50 @@ def thread_time(
 
     ``futex``: perf's classified futex waits (:func:`futex_waits`), which move native
     threads' mutex waits from idle to lock."""
-    df = data.threads
-    if df is None or df.empty:
+    threads = data.threads
+    if threads is None or threads.empty:
         return None
-    df = df.sort_values(["tid", "t"]).reset_index(drop=True)
-    df["stack_id"] = python_stack_at(data.py_intervals, df["t"], df["tid"])
     leaves = {sid: python_leaf(st) for sid, st in data.py_stacks.items()}
-    df["py_leaf"] = map_distinct(df["stack_id"], lambda sid: leaves.get(sid, ""))
     # the wait kind of the stack: "idle" | "lock" | "io" | "client", "" for none, None: no stack
     kinds = {
         sid: stack_wait_kind(frames, st) if leaves[sid] else None
         for sid, st in data.py_stacks.items()
     }
+    calls = Syscalls.of(data.machine)
+    # a few threads at a time: every step below is per thread, and the temporaries of a
+    # long capture's whole table (hundreds of MB) need not be alive at once
+    tids = np.sort(threads["tid"].unique())
+    parts = max(1, -(-len(threads) // CHUNK_ROWS))
+    ivs, pers = [], []
+    moved = 0.0
+    for chunk in np.array_split(tids, min(parts, len(tids))):
+        part = threads[threads["tid"].isin(chunk)] if parts > 1 else threads
+        df = part.sort_values(["tid", "t"]).reset_index(drop=True)
+        iv = _thread_intervals(df, data, frames, calls, leaves, kinds)
+        if futex is not None and not futex.empty:
+            native = set(iv["tid"].unique().tolist()) - data.python_tids
+            moved += move_native_mutex_waits(iv, futex, native)
+        ivs.append(iv)
+        pers.append(_per_thread(df, iv, data, data.python_tids))
+    iv = pd.concat(ivs, ignore_index=True) if len(ivs) > 1 else ivs[0]
+    per = pd.concat(pers, ignore_index=True) if len(pers) > 1 else pers[0]
+    t = threads["t"]
+    window = float(t.max() - t.min()) if len(threads) > 1 else 0.0
+    return ThreadTime(iv, per, window, data.gil_range, moved)
+
+
+def _thread_intervals(
+    df: pd.DataFrame,
+    data: BundleData,
+    frames: FrameRules,
+    calls: Syscalls,
+    leaves: dict[int, str],
+    kinds: dict[int, str | None],
+) -> pd.DataFrame:
+    """:func:`_intervals` of some threads' rows (sorted by thread and time), with the
+    Python stack each row was in and the wait class it implies."""
+    df["stack_id"] = python_stack_at(data.py_intervals, df["t"], df["tid"])
+    df["py_leaf"] = map_distinct(df["stack_id"], lambda sid: leaves.get(sid, ""))
     stack_kind = pd.Series(
         map_distinct(df["stack_id"], lambda sid: kinds.get(sid) if sid in kinds else None),
         index=df.index,
@@ -190,18 +224,9 @@ def thread_time(
     df["client"] = (stack_kind == "client").to_numpy()
     # waiting for one's own clients is idle (client-bound), never a dependency
     leaf_kind = stack_kind.where(stack_kind != "client", "idle")
-    py_tids = data.python_tids
-    gr = data.gil_range
-    calls = Syscalls.of(data.machine)
-    df["wait_class"] = classify_waits(df, leaf_kind, df["tid"].isin(py_tids), gr, calls)
-    iv = _intervals(df, calls)
-    moved = 0.0
-    if futex is not None and not futex.empty:
-        native = set(iv["tid"].unique().tolist()) - py_tids
-        moved = move_native_mutex_waits(iv, futex, native)
-    per = _per_thread(df, iv, data, py_tids)
-    window = float(df["t"].max() - df["t"].min()) if len(df) > 1 else 0.0
-    return ThreadTime(iv, per, window, gr, moved)
+    has_py = df["tid"].isin(data.python_tids)
+    df["wait_class"] = classify_waits(df, leaf_kind, has_py, data.gil_range, calls)
+    return _intervals(df, calls)
 
 
 def _intervals(df: pd.DataFrame, calls: Syscalls) -> pd.DataFrame:
