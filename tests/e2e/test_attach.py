@@ -222,7 +222,8 @@ def test_tables_parquet_rewrites_the_tables_and_the_report_reads_them(tmp_path):
     assert (out / "proc" / "threads.parquet").is_file()
     assert not (out / "proc" / "threads.csv").exists()
     assert "proc/threads.parquet" in bundle.manifest.collectors["proc"].files
-    # AND the report reads it: the spinning thread is seen running more than any other
+    # AND the report reads it: the spinning thread is seen running, the threads blocked on
+    # the lock are not ("late" may spin too, sharing the GIL with it)
     res = subprocess.run(
         [sys.executable, "-m", "diagnose", "report", str(out), "--format", "json"],
         capture_output=True,
@@ -232,4 +233,5 @@ def test_tables_parquet_rewrites_the_tables_and_the_report_reads_them(tmp_path):
     assert res.returncode == 0, res.stderr
     report = json.loads((out / "report.json").read_text())
     running = {t.get("name"): t["shares"]["running"] for t in report["threads"]}
-    assert max(running, key=lambda n: running[n]) == "spinner", running
+    blocked = [running[n] for n in ("holder", "waiter-0", "waiter-1", "waiter-2")]
+    assert running["spinner"] > 0.1 and running["spinner"] > 5 * max(blocked), running
