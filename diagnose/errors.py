@@ -10,6 +10,11 @@ from __future__ import annotations
 from enum import IntEnum
 
 
+def one_line(exc: BaseException, limit: int = 200) -> str:
+    """An exception's message on one line, at most ``limit`` characters."""
+    return " ".join(str(exc).split())[:limit]
+
+
 class ExitCode(IntEnum):
     OK = 0
     INTERNAL = 1  # a bug in diagnose: please report it

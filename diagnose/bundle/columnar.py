@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from diagnose.bundle.writer import BundleWriter
+from diagnose.errors import one_line
 
 #: --tables: auto (Parquet from PARQUET_MIN_BYTES), csv (never), parquet (every table below)
 TABLE_FORMATS = ("auto", "csv", "parquet")
@@ -50,12 +51,12 @@ def parquet_name(rel: str) -> str:
 def read_csv_rows(fd: int) -> pd.DataFrame:
     """A CSV table as the analysis reads it: types inferred over the whole file, rows cut
     short dropped (the last one, when diagnose was stopped mid-write). Text cells are left as
-    written (guarded). Takes ownership of ``fd``."""
+    written (guarded), as Python strings (``diagnose.bundle`` sets pandas' string storage on
+    import: see diagnose/bundle/reader.py). Takes ownership of ``fd``."""
     with os.fdopen(fd, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
         whole_rows = size == 0 or os.pread(fh.fileno(), 1, size - 1) == b"\n"
-        with pd.option_context("mode.string_storage", "python"):
-            df = pd.read_csv(fh, on_bad_lines="skip", low_memory=False)
+        df = pd.read_csv(fh, on_bad_lines="skip", low_memory=False)
     if len(df) and not whole_rows:
         df = df.iloc[:-1]
     return df
@@ -118,7 +119,7 @@ def compact_tables(
         try:
             written = _convert(writer, rel)
         except Exception as exc:  # the CSV is whole: keep it, say why
-            record["kept"][rel] = f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+            record["kept"][rel] = f"{type(exc).__name__}: {one_line(exc)}"
             writer.unlink(parquet_name(rel))
             continue
         writer.unlink(rel)

@@ -29,7 +29,7 @@ from diagnose.bundle.columnar import parquet_name, read_csv_rows, read_parquet_r
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus, Manifest
 from diagnose.bundle.safedir import SafeDir
 from diagnose.bundle.schema import validate
-from diagnose.errors import BadBundle
+from diagnose.errors import BadBundle, one_line
 from diagnose.escape import CSV_GUARD as GUARD
 from diagnose.escape import csv_uncell
 
@@ -162,9 +162,9 @@ class Bundle:
         except pd.errors.EmptyDataError:
             return pd.DataFrame({c: pd.Series(dtype="float64") for c in required})
         except ImportError as exc:
-            raise BadBundle(f"{member} needs pyarrow to be read: {_one_line(exc)}") from exc
+            raise BadBundle(f"{member} needs pyarrow to be read: {one_line(exc)}") from exc
         except (ValueError, UnicodeDecodeError, OSError, pd.errors.ParserError) as exc:
-            raise BadBundle(f"{member} is not a readable table: {_one_line(exc)}") from exc
+            raise BadBundle(f"{member} is not a readable table: {one_line(exc)}") from exc
         if guarded:
             _unguard(df)
         missing = [c for c in required if c not in df.columns]
@@ -182,7 +182,7 @@ class Bundle:
                 else:
                     df[col] = df[col].astype(dtype)
             except (ValueError, TypeError, OverflowError) as exc:
-                raise BadBundle(f"{rel}: column {col} has bad values: {_one_line(exc)}") from exc
+                raise BadBundle(f"{rel}: column {col} has bad values: {one_line(exc)}") from exc
         return df.reset_index(drop=True)
 
     # -- collectors ----------------------------------------------------------------------
@@ -235,10 +235,6 @@ def _unguard(df: pd.DataFrame) -> None:
         df[col] = pd.Series(restored, index=df.index, dtype=object).astype(series.dtype)
 
 
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:200]
-
-
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
@@ -260,7 +256,7 @@ def _load_json(directory: SafeDir, rel: str, bundle: Bundle | None = None) -> An
     except RecursionError as exc:
         raise BadBundle(f"{rel} is nested too deeply") from exc
     except ValueError as exc:  # NaN/Infinity, an integer of thousands of digits
-        raise BadBundle(f"{rel} is not valid JSON: {_one_line(exc)}") from exc
+        raise BadBundle(f"{rel} is not valid JSON: {one_line(exc)}") from exc
     if rel == "manifest.json":
         return doc  # Manifest.from_dict validates it, with its own messages first
     return validate(doc, rel)
