@@ -18,6 +18,7 @@ import os
 import stat
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -110,9 +111,17 @@ class Victims:
         assert sorted(self.dir.iterdir()) == sorted(self.files.values())
 
 
+_PLANTING = threading.Lock()  # helpers start from several threads: one planter at a time
+
+
 def plant(root: Path, victims: Victims, files: bool = True) -> None:
     """The attacker's directory gets every member directory and, with ``files``, a link at
     every member path (and every temporary name) to a victim; all owned by nobody."""
+    with _PLANTING:
+        _plant(root, victims, files)
+
+
+def _plant(root: Path, victims: Victims, files: bool) -> None:
     for rel in PLANTED:
         p = root / rel
         if not p.parent.exists():
@@ -122,7 +131,7 @@ def plant(root: Path, victims: Victims, files: bool = True) -> None:
         if files and not p.is_symlink():
             with contextlib.suppress(FileNotFoundError):
                 p.unlink()  # a file diagnose wrote there (8e0de8b did)
-            with contextlib.suppress(FileExistsError):  # helpers start from two threads
+            with contextlib.suppress(FileExistsError):  # diagnose made it meanwhile
                 p.symlink_to(victims.files[rel])
                 os.lchown(p, NOBODY, NOBODY)
 
