@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from diagnose.formats.stacks import clean_frame
 
@@ -39,10 +39,10 @@ _MAX_FRAME = 400  # characters of one frame label kept (C++ templates can be hug
 _MAX_LABELS = 200_000  # distinct frame lines remembered while parsing (bounded memory)
 
 
-@dataclass(frozen=True)
-class PerfEvent:
+class PerfEvent(NamedTuple):
     """One record of ``perf script``. ``t`` is perf's clock (seconds); ``stack`` is leaf
-    first, as perf prints it, each frame ``symbol (library)``."""
+    first, as perf prints it, each frame ``symbol (library)``. (A named tuple: a scheduler
+    trace has millions of them, and a frozen dataclass is several times slower to make.)"""
 
     tid: int
     cpu: int | None
@@ -80,57 +80,67 @@ def _parse_frame(line: str) -> str | None:
     return frame_label(sym, dso[:-1])
 
 
-def _header(line: str) -> PerfEvent | None:
+_Header = tuple[int, "int | None", float, str, str, int]  # tid, cpu, t, event, fields, lost
+
+
+def _numbers(line: str) -> tuple[int, int | None, float, str] | None:
+    """(tid, cpu, time, the rest) of a header line: split on blanks, the shape perf writes
+    (``TID [CPU] SECONDS.NS: REST``), else the regular expression (odd spacing)."""
+    parts = line.split(None, 3)
+    try:
+        if len(parts) == 4 and parts[1][:1] == "[" and parts[2][-1:] == ":":
+            return int(parts[0]), int(parts[1][1:-1]), float(parts[2][:-1]), parts[3]
+        if len(parts) >= 3 and parts[1][-1:] == ":" and "." in parts[1]:
+            rest = line.split(None, 2)[2]
+            return int(parts[0]), None, float(parts[1][:-1]), rest
+    except ValueError:
+        pass
     m = _HEADER.match(line)
     if not m:
         return None
-    tid = int(m.group("tid"))
-    cpu = int(m.group("cpu")) if m.group("cpu") is not None else None
-    t = float(m.group("time"))
-    rest = m.group("rest").rstrip()
-    sw = _SWITCH.match(rest)
-    if sw:
-        if sw.group("dir") == "IN":
-            return PerfEvent(tid, cpu, t, SWITCH_IN)
-        preempt = "preempt" in sw.group("rest")
-        return PerfEvent(tid, cpu, t, SWITCH_OUT, "preempt" if preempt else "")
-    lost = _LOST.match(rest)
-    if lost:
-        return PerfEvent(tid, cpu, t, LOST, lost=int(lost.group("n")))
+    cpu = m.group("cpu")
+    return (
+        int(m.group("tid")),
+        None if cpu is None else int(cpu),
+        float(m.group("time")),
+        m.group("rest"),
+    )
+
+
+def _header(line: str) -> _Header | None:
+    parsed = _numbers(line)
+    if parsed is None:
+        return None
+    tid, cpu, t, rest = parsed
+    rest = rest.rstrip()
+    if rest.startswith("PERF_RECORD_"):
+        sw = _SWITCH.match(rest)
+        if sw:
+            if sw.group("dir") == "IN":
+                return tid, cpu, t, SWITCH_IN, "", 0
+            return tid, cpu, t, SWITCH_OUT, "preempt" if "preempt" in sw.group("rest") else "", 0
+        lost = _LOST.match(rest)
+        if lost:
+            return tid, cpu, t, LOST, "", int(lost.group("n"))
     ev = _EVENT.match(rest)
     if not ev:
         return None
-    return PerfEvent(tid, cpu, t, ev.group("event"), ev.group("fields") or "")
+    return tid, cpu, t, ev.group("event"), ev.group("fields") or "", 0
 
 
 def parse_script(lines: Iterable[str]) -> Iterator[PerfEvent]:
     """Events of ``perf script`` output, in its order. Lines that fit no known shape
     (warnings, a line cut off at the end of a killed run) are skipped."""
-    current: PerfEvent | None = None
+    current: _Header | None = None
     frames: list[str] = []
     # a frame line (address, symbol, library) recurs in every event with that call chain:
     # parse each distinct one once (a 60 s scheduler trace has millions of frame lines and
     # a few thousand distinct ones)
     labels: dict[str, str | None] = {}
 
-    def done() -> PerfEvent | None:
-        if current is None:
-            return None
-        if frames:
-            return PerfEvent(
-                current.tid,
-                current.cpu,
-                current.t,
-                current.event,
-                current.fields,
-                tuple(frames),
-                current.lost,
-            )
-        return current
-
     for raw in lines:
         line = raw.rstrip("\n")
-        if line.startswith("\t"):
+        if line[:1] == "\t":
             if current is not None:
                 if line in labels:
                     f = labels[line]
@@ -141,19 +151,15 @@ def parse_script(lines: Iterable[str]) -> Iterator[PerfEvent]:
                 if f is not None:
                     frames.append(f)
             continue
-        if not line.strip():
-            ev = done()
-            if ev is not None:
-                yield ev
-            current, frames = None, []
-            continue
-        ev = done()
-        if ev is not None:
-            yield ev
-        current, frames = _header(line), []
-    ev = done()
-    if ev is not None:
-        yield ev
+        if current is not None:
+            tid, cpu, t, event, fields, lost = current
+            yield PerfEvent(tid, cpu, t, event, fields, tuple(frames), lost)
+        frames = []
+        # a blank line ends an event's call chain
+        current = _header(line) if line.strip() else None
+    if current is not None:
+        tid, cpu, t, event, fields, lost = current
+        yield PerfEvent(tid, cpu, t, event, fields, tuple(frames), lost)
 
 
 # --- tracepoint fields -------------------------------------------------------------------
