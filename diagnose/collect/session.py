@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -396,25 +397,36 @@ def _start_collectors(
 def _finish_collectors(
     ctx: CaptureContext, running: list[Collector], records: dict[str, CollectorRecord]
 ) -> bool:
-    """Let each stopped collector convert its output into the bundle; False when the disk
-    filled up meanwhile."""
+    """Let the stopped collectors convert their outputs into the bundle, side by side (perf's
+    ``perf script`` runs spend seconds loading a large library's symbols in a process of their
+    own while py-spy's and the scheduler trace's conversions run in diagnose); False when the
+    disk filled up meanwhile."""
+    if not running:
+        return True
+    with ThreadPoolExecutor(len(running), thread_name_prefix="diagnose-finish") as pool:
+        done = [pool.submit(_finish_one, ctx, c) for c in running]
+        results = [f.result() for f in done]
     room = True
-    for c in running:
-        finish_t = time.monotonic()
-        try:
-            records[c.name] = c.finish(ctx, timeout=30)
-            # what converting its output cost: time to verdict, per collector
-            records[c.name].details["finish_s"] = round(time.monotonic() - finish_t, 3)
-        except OutputError as exc:
-            records[c.name] = CollectorRecord(c.name, CollectorStatus.FAILED, str(exc))
-            room = False
-        except Exception as exc:
-            records[c.name] = CollectorRecord(
-                c.name,
-                CollectorStatus.FAILED,
-                f"internal error while finishing: {type(exc).__name__}: {exc}",
-            )
+    for c, (record, full) in zip(running, results, strict=True):
+        records[c.name] = record
+        room = room and not full
     return room
+
+
+def _finish_one(ctx: CaptureContext, c: Collector) -> tuple[CollectorRecord, bool]:
+    """One collector's record once it has converted its output, and whether the disk was
+    full."""
+    finish_t = time.monotonic()
+    try:
+        record = c.finish(ctx, timeout=30)
+    except OutputError as exc:
+        return CollectorRecord(c.name, CollectorStatus.FAILED, str(exc)), True
+    except Exception as exc:
+        reason = f"internal error while finishing: {type(exc).__name__}: {exc}"
+        return CollectorRecord(c.name, CollectorStatus.FAILED, reason), False
+    # what converting its output cost: time to verdict, per collector
+    record.details["finish_s"] = round(time.monotonic() - finish_t, 3)
+    return record, False
 
 
 def _compact(
