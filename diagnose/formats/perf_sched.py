@@ -83,6 +83,7 @@ class SchedSummary:
     switch_ins: int = 0
     wakeups_seen: int = 0  # switch-ins after a sleep whose waker was recorded
     sleeps_resumed: int = 0  # switch-ins after a sleep (state not R)
+    cut: bool = False  # the conversion stopped at its event budget
 
 
 class _Thread:

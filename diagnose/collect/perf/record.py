@@ -33,7 +33,7 @@ import re
 import signal
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -185,7 +185,9 @@ class PerfRecord:
     def script_stderr_rel(self) -> str:
         return f"{self.subdir}/perf-script.stderr"
 
-    def script(self, fields: str, extra: Sequence[str], timeout: float = 180.0) -> Iterator[str]:
+    def script(
+        self, fields: str, extra: Sequence[str], timeout: float = 180.0
+    ) -> Generator[str, None, None]:
         """The recording as ``perf script`` lines (see :func:`perf_script`)."""
         return perf_script(
             self.ctx, self.perf, self.data, fields, extra, self.script_stderr_rel, timeout
@@ -251,12 +253,13 @@ class PerfCollectorBase(Collector):
         details: dict[str, Any],
         lost: int = 0,
         recorded: int = 0,
+        notes: Sequence[str] = (),
     ) -> CollectorRecord:
         """ok, or partial with every reason (dropped events, the target's exit, ...).
 
         A few dropped events on a busy host (under 1% of what was recorded) are noted, not
-        counted as a partial recording."""
-        notes: list[str] = []
+        counted as a partial recording; ``notes`` are said without making it partial."""
+        notes = list(notes)
         if lost:
             text = f"the kernel dropped {lost} events (ring buffer full)"
             if recorded and lost < 0.01 * (recorded + lost):
@@ -322,7 +325,7 @@ def perf_script(
     extra: Sequence[str],
     stderr_rel: str,
     timeout: float,
-) -> Iterator[str]:
+) -> Generator[str, None, None]:
     """Lines of ``perf script`` over ``data``, streamed (memory stays flat). Stopped after
     ``timeout`` seconds: the lines read so far are still used."""
     argv = [perf, "script", "-i", str(data), "-F", fields, "--ns", "--no-inline", *extra]

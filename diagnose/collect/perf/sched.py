@@ -23,11 +23,19 @@ when hit), a 2 MiB ring buffer per CPU, 64 MiB for all CPUs at most (dropped eve
 :data:`MAX_SECONDS` of the capture window. perf checks the cap when it writes, so the file
 can exceed it by up to its ring buffers; only a recording that perf itself stopped at the
 cap ("perf size limit reached") misses events, and only that is reported as cut.
+
+Converting the recording (``perf script``, then pairing its events) is most of the time from
+the end of a capture to its verdict, so it is bounded too: at most :func:`event_budget`
+events (:data:`EVENTS_PER_S` per second of the window, :data:`MIN_EVENTS` at least) are
+converted, the earliest ones. A recording with more is read up to that many events, its
+tables end there (``converted_until_s``), and the record says so as a note: the rates come
+from the tables' own time span, so a cut trace still gives them per second.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
@@ -35,7 +43,7 @@ from diagnose.bundle.writer import guarded_csv_writer
 from diagnose.collect.base import CaptureContext
 from diagnose.collect.perf.record import PerfCollectorBase, PerfRecord, no_recording, ring_pages
 from diagnose.formats.perf_sched import FutexWait, OffCpu, SchedSummary, convert, futex_cmd
-from diagnose.formats.perf_script import parse_script
+from diagnose.formats.perf_script import PerfEvent, parse_script
 from diagnose.formats.stacks import StackTable, ThreadFrame, format_folded
 
 MAX_BYTES = 256 * 1024 * 1024
@@ -44,6 +52,16 @@ RING_BYTES = (
     2 * 2**20
 )  # per CPU (64 MiB in all at most): 1 MiB dropped events on a loaded 2-core host
 SCRIPT_TIMEOUT = 180.0
+#: events converted per second of the capture window, and at least: 10 s of a busy torch
+#: service under load (~390,000 events) fit whole; each costs ~10 us of diagnose's CPU
+EVENTS_PER_S = 50_000
+MIN_EVENTS = 500_000
+
+
+def event_budget(window_s: float) -> int:
+    """How many scheduler events a capture window of ``window_s`` seconds converts."""
+    return max(MIN_EVENTS, int(EVENTS_PER_S * window_s))
+
 
 OFFCPU_COLUMNS = ["t", "tid", "cpu", "state", "dur", "cpu_in", "runq", "waker", "stack_id"]
 FUTEX_COLUMNS = ["t", "tid", "uaddr", "op", "dur", "ret", "blocked", "waker", "wake_t", "stack_id"]
@@ -109,7 +127,10 @@ class PerfSchedCollector(PerfCollectorBase):
             files.append(rec.script_stderr_rel)
             fields = "tid,cpu,time,event,ip,sym,dso,trace"
             extra = ["--show-switch-events", "--show-lost-events"]
-            counts = write_tables(ctx, rec.script(fields, extra, SCRIPT_TIMEOUT), summary)
+            budget = event_budget(ctx.window())
+            details["event_budget"] = budget
+            with contextlib.closing(rec.script(fields, extra, SCRIPT_TIMEOUT)) as lines:
+                counts = write_tables(ctx, lines, summary, budget)
         finally:
             rec.cleanup()
         chunks, error = rec.script_warnings()
@@ -135,6 +156,13 @@ class PerfSchedCollector(PerfCollectorBase):
             return self.nothing_recorded(ctx, rec, error, nothing, files + tables, details)
         files += tables
         problems = []
+        notes = []
+        if counts["budget_reached"]:
+            details["converted_until_s"] = last
+            notes.append(
+                f"converted the first {budget:,} events (to {last} s): the rest of the "
+                f"recording was left out to bound the time to the verdict"
+            )
         if rec.capped():
             details["cut_at_s"] = last
             problems.append(
@@ -146,13 +174,14 @@ class PerfSchedCollector(PerfCollectorBase):
             problems.append(f"recorded the first {MAX_SECONDS:.0f} s of the {window:.0f} s window")
         if not self.futex:
             problems.append(f"no futex tracepoints: {caps.reason('futex_tracepoints')}")
-        return self.conclude(ctx, problems, files, details, lost, recorded=summary.events)
+        return self.conclude(ctx, problems, files, details, lost, summary.events, notes)
 
 
 def write_tables(
-    ctx: CaptureContext, lines: Iterable[str], summary: SchedSummary
+    ctx: CaptureContext, lines: Iterable[str], summary: SchedSummary, budget: int | None = None
 ) -> dict[str, int]:
-    """Stream the converted rows into sched/*.csv; return row counts."""
+    """Stream the converted rows of the first ``budget`` events (all without one) into
+    sched/*.csv; return row counts, and ``budget_reached`` (1 when events were left out)."""
     w = ctx.writer
     t0 = ctx.t0
     table = StackTable()
@@ -163,7 +192,7 @@ def write_tables(
         fx = guarded_csv_writer(f_fx)
         off.writerow(OFFCPU_COLUMNS)
         fx.writerow(FUTEX_COLUMNS)
-        for row in convert(parse_script(lines), summary):
+        for row in convert(_stop_at(parse_script(lines), budget, summary), summary):
             stack = tuple(reversed(row.stack))
             sid = table.intern(stack) if stack else -1
             if isinstance(row, OffCpu):
@@ -184,4 +213,20 @@ def write_tables(
         for i, stack in enumerate(table.stacks):
             cw.writerow([i, ";".join(stack)])
     w.write_text("sched/offcpu.folded", format_folded(folded.items()))
-    return {"offcpu_rows": n_off, "futex_rows": n_futex, "stacks": len(table.stacks)}
+    return {
+        "offcpu_rows": n_off,
+        "futex_rows": n_futex,
+        "stacks": len(table.stacks),
+        "budget_reached": int(summary.cut),
+    }
+
+
+def _stop_at(
+    events: Iterator[PerfEvent], budget: int | None, summary: SchedSummary
+) -> Iterator[PerfEvent]:
+    """``events`` up to ``budget`` of them; ``summary.cut`` when there was one more."""
+    for i, ev in enumerate(events):
+        if budget is not None and i >= budget:
+            summary.cut = True
+            return
+        yield ev
