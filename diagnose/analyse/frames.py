@@ -28,6 +28,9 @@ MAX_PATTERN_LEN = 200
 _FRAME = re.compile(r"^(?P<name>.*?) \((?P<file>[^()]*)\)$", re.S)
 
 
+# frames repeat across thousands of samples and stacks: each distinct one is parsed once
+# (bounded caches)
+@lru_cache(maxsize=1 << 16)
 def split_frame(frame: str) -> tuple[str, str]:
     """'name (file:line)' or 'symbol (library)' -> (name, file without line)."""
     m = _FRAME.match(frame)
@@ -49,6 +52,7 @@ def frame_line(frame: str) -> int | None:
     return int(tail) if sep and tail.isdigit() else None
 
 
+@lru_cache(maxsize=1 << 16)
 def is_native_frame(frame: str) -> bool:
     """Native frames (perf) name a library with no line number; Python frames end :LINE)."""
     m = _FRAME.match(frame)
@@ -123,6 +127,9 @@ def inside_region(stack: Stack, wait_site: str) -> bool:
     return False
 
 
+_MEMO_MAX = 1 << 16
+
+
 @dataclass
 class _Matcher:
     """Alternatives of (function glob, file glob); either part may be absent."""
@@ -130,8 +137,19 @@ class _Matcher:
     function_only: re.Pattern[str] | None = None
     file_only: re.Pattern[str] | None = None
     pairs: list[tuple[re.Pattern[str], re.Pattern[str]]] = field(default_factory=list)
+    # (name, file) -> matches: the same frames are asked about again and again
+    _memo: dict[tuple[str, str], bool] = field(default_factory=dict, repr=False, compare=False)
 
     def matches(self, name: str, file: str) -> bool:
+        key = (name, file)
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self._matches(name, file)
+            if len(self._memo) < _MEMO_MAX:
+                self._memo[key] = hit
+        return hit
+
+    def _matches(self, name: str, file: str) -> bool:
         if self.function_only is not None and self.function_only.match(name):
             return True
         if self.file_only is not None and file and self.file_only.match(file):

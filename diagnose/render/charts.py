@@ -19,6 +19,7 @@ import re
 import zlib
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import Any
 
 from diagnose.analyse.frames import is_native_frame, split_frame
@@ -88,10 +89,13 @@ INTERPRETER_FRAME = "[Python interpreter] (libpython)"
 FOLD_RUN = 5
 
 
+# frames repeat in thousands of stacks: each distinct one is classified once (bounded caches)
+@lru_cache(maxsize=1 << 16)
 def _python_frame(frame: str) -> re.Match[str] | None:
     return None if ThreadFrame.parse(frame) is not None else _PY_FRAME.match(frame)
 
 
+@lru_cache(maxsize=1 << 16)
 def is_interpreter_frame(frame: str) -> bool:
     """A native frame of the CPython interpreter itself (``_PyEval_EvalFrameDefault
     (libpython3.11.so.1.0)``): under a Python frame it only says that Python ran it."""
@@ -100,6 +104,7 @@ def is_interpreter_frame(frame: str) -> bool:
     return bool(_INTERPRETER.search(split_frame(frame)[1]))
 
 
+@lru_cache(maxsize=1 << 16)
 def merge_lines(frame: str) -> str:
     """'name (file:LINE)' -> 'name (file, all lines)': one box per Python function."""
     m = _python_frame(frame)
