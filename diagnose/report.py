@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
@@ -190,15 +190,21 @@ def write_reports(
     formats: list[str] | None = None,
     out: Path | None = None,
     rules_dirs: Iterable[Path] = (),
+    on_verdict: Callable[[Diagnosis, dict[str, Path]], None] | None = None,
 ) -> tuple[Diagnosis, dict[str, Path]]:
     """Diagnose the bundle and write its reports; bad ``-o`` is refused before the
     analysis. Returns the diagnosis and where each report went (``is_stream``: not a
-    file)."""
+    file). ``on_verdict`` is called once the verdict is known and the small reports are
+    written, before the HTML page (the slowest to render): the verdict first."""
     formats = formats or list(FORMATS)
     bundle = bundle_path if isinstance(bundle_path, Bundle) else Bundle.open(bundle_path)
     target = open_output(bundle, formats, out)
     d = diagnose(bundle, rules_dirs)
-    render_reports(d.report, target, formats)
+    render_reports(d.report, target, [f for f in formats if f != "html"])
+    if on_verdict is not None:
+        on_verdict(d, target.paths())
+    if "html" in formats:
+        render_reports(d.report, target, ["html"])
     return d, target.paths()
 
 

@@ -18,7 +18,7 @@ from diagnose.collect.session import CaptureResult
 from diagnose.errors import ExitCode, OutputError, UsageError
 from diagnose.escape import term
 from diagnose.render.terminal import render_summary
-from diagnose.report import report_json, write_reports
+from diagnose.report import Diagnosis, report_json, write_reports
 
 rules_option = click.option(
     "--rules",
@@ -251,17 +251,19 @@ def report_capture(
     if result.target.note:  # it names the wrapper by its comm, which the target chose
         click.echo(f"diagnose: {term(result.target.note, 1200)}", err=True)
     source = result.writer.dir.dup() if result.writer is not None else result.bundle
-    d, paths = write_reports(source, formats, None, rules_dirs)
     cut_short = _cut_short_by_disk(result)
-    if as_json:
-        if not cut_short:  # stdout holds the JSON only with exit codes 0 and 5
-            click.echo(report_json(d.report))
-    else:
+
+    def verdict_first(d: Diagnosis, paths: dict[str, Path]) -> None:
+        # printed before the HTML page is rendered: the verdict is what the user waits for
         main_path = paths.get("html") or next(iter(paths.values()))
         click.echo(render_summary(d.report, str(main_path), color=sys.stdout.isatty()))
         for line in notes:
             click.echo(term(line, 1000))
         click.echo(f"Bundle: {term(result.bundle, 1000)}")
+
+    d, _ = write_reports(source, formats, None, rules_dirs, None if as_json else verdict_first)
+    if as_json and not cut_short:  # stdout holds the JSON only with exit codes 0 and 5
+        click.echo(report_json(d.report))
     if cut_short:
         raise OutputError(cut_short)
     if result.partial:
