@@ -20,6 +20,7 @@ for a warm cache, or pass ``--cold`` to delete it before every capture.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -27,8 +28,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from benchmarks.common import (
     PYTHON,
@@ -40,6 +42,12 @@ from benchmarks.common import (
     results_file,
     stat,
 )
+from benchmarks.zoo import all_samples, running, start_load
+
+
+class _HasPid(Protocol):
+    @property
+    def pid(self) -> int: ...
 
 
 def one(tree: Path, pid: int, seconds: float, out: Path, cold: bool) -> dict[str, Any]:
@@ -88,6 +96,24 @@ def one(tree: Path, pid: int, seconds: float, out: Path, cold: bool) -> dict[str
     return row
 
 
+@contextlib.contextmanager
+def _service(name: str, tmp: Path, seconds: float) -> Iterator[_HasPid]:
+    """The sample running (a zoo sample with its locust load), warmed up."""
+    zoo = {s.name: s for s in all_samples()}
+    if name not in zoo:
+        with Service(name, [], tmp / "ends.txt", seconds=seconds) as svc:
+            time.sleep(2.0)  # warm-up
+            yield svc
+        return
+    with running(zoo[name], None, tmp / "zoo") as run:
+        load = start_load(run, seconds, tmp / "zoo")
+        try:
+            time.sleep(8.0)  # locust's users start, the service warms up
+            yield run
+        finally:
+            load.stop()
+
+
 def summarise(rows: list[dict[str, Any]], trees: list[str]) -> str:
     cols = ("wall_s", "started_s", "window_start_s", "duration_actual", "finish_s", "report_s",
             "perf_samples", "tool_cpu_cores")  # fmt: skip
@@ -113,7 +139,12 @@ def summarise(rows: list[dict[str, Any]], trees: list[str]) -> str:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m benchmarks short-capture", description=__doc__)
     p.add_argument("--tree", action="append", default=[], help="NAME=PATH (repeatable)")
-    p.add_argument("--sample", default="lock_contention")
+    p.add_argument(
+        "--sample",
+        default="lock_contention",
+        help="a hand-written sample (samples/NAME.py) or a zoo sample (samples/services/NAME, "
+        "run with its locust load)",
+    )
     p.add_argument("--seconds", type=float, default=4.0, help="-d of each capture (4)")
     p.add_argument("--reps", type=int, default=5, help="captures per tree (5)")
     p.add_argument("--cold", action="store_true", help="no cached perf probe in any capture")
@@ -135,9 +166,8 @@ def main(argv: list[str] | None = None) -> None:
     budget = (args.seconds * 10 + 60) * args.reps * len(names) + 60
     with (
         tempfile.TemporaryDirectory(prefix="bench-short-") as tmp,
-        Service(args.sample, [], Path(tmp) / "ends.txt", seconds=budget) as svc,
+        _service(args.sample, Path(tmp), budget) as svc,
     ):
-        time.sleep(2.0)  # warm-up
         for r in range(args.reps):
             for name in names[r % len(names) :] + names[: r % len(names)]:
                 row = {"round": r, "tree": name, "loadavg": loadavg()}
