@@ -450,9 +450,15 @@ def sites_in_windows(
         names = sorted({x for x in leaves.values() if x and x != exclude})
         code = {name: i for i, name in enumerate(names)}
         acc = np.zeros(len(names))
+        # stack id -> its leaf's code (-1: none), looked up for every interval at once
+        lut = np.full(max(data.py_stacks, default=-1) + 2, -1, dtype=np.int64)
+        for sid, leaf in leaves.items():
+            if sid >= 0:
+                lut[sid] = code.get(leaf, -1)
         for t, g in mine.groupby("tid"):
             s, e = g["start"].to_numpy(), g["end"].to_numpy()
-            codes = np.array([code.get(leaves.get(int(x), ""), -1) for x in g["stack_id"]])
+            ids = g["stack_id"].to_numpy(dtype=np.int64)
+            codes = lut[np.where((ids >= 0) & (ids < len(lut) - 1), ids, len(lut) - 1)]
             w, k = pairs(tids == t, start, end, e, s)
             overlap = np.minimum(e[k], end[w]) - np.maximum(s[k], start[w])
             ok = (overlap > 0) & (codes[k] >= 0)
