@@ -149,8 +149,8 @@ class Bundle:
         fd = self.open_member(member)
         try:
             if member != rel:
-                guarded = self.manifest.csv_guarded
-                df = read_parquet_rows(fd)
+                guarded = False  # undone on each distinct text as it is read
+                df = read_parquet_rows(fd, unguard=self.manifest.csv_guarded)
             else:
                 try:
                     size = os.fstat(fd).st_size
