@@ -8,8 +8,9 @@ checkout). To compare with another commit, export it first, e.g.::
     git archive main | (mkdir -p /tmp/diagnose-main && tar -x -C /tmp/diagnose-main)
     python -m benchmarks short-capture --tree main=/tmp/diagnose-main --tree this=.
 
-Per capture: the wall time from the command's start to its exit (it prints the verdict
-last: that is the time to verdict), and from its manifest when the measured window opened
+Per capture: the time from the command's start to the moment it prints its verdict
+(``verdict_s``: the time to verdict; the HTML page is rendered after it) and to its exit
+(``wall_s``), and from its manifest when the measured window opened
 (``window_start_s``: 0 for trees that count the window from the start), the window
 (``duration_actual``), the conversion afterwards (``finish_s``), the rest (analysis and
 reports), and what perf recorded (samples, status). The perf probe's cache
@@ -27,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -58,15 +60,30 @@ def one(tree: Path, pid: int, seconds: float, out: Path, cold: bool) -> dict[str
     env = {**os.environ, "PYTHONPATH": str(tree.resolve())}
     argv = [PYTHON, "-m", "diagnose", "attach", str(pid), "-d", f"{seconds:g}", "-o", str(out)]
     t = time.monotonic()
+    verdict_at = None
     # run from the tree: ``python -m`` puts the working directory first on sys.path
-    proc = subprocess.run(argv, env=env, cwd=tree, capture_output=True, text=True,
-                          timeout=seconds * 10 + 120)  # fmt: skip
+    with (
+        tempfile.TemporaryFile("w+") as err,
+        subprocess.Popen(argv, env=env, cwd=tree, stdout=subprocess.PIPE, stderr=err,
+                         text=True) as proc,
+    ):  # fmt: skip
+        timer = threading.Timer(seconds * 10 + 120, proc.kill)
+        timer.start()
+        assert proc.stdout is not None
+        for line in proc.stdout:  # the moment the verdict is printed, not the exit
+            if verdict_at is None and line.startswith("Verdict:"):
+                verdict_at = time.monotonic() - t
+        proc.wait()
+        timer.cancel()
+        err.seek(0)
+        stderr = err.read()
     wall = time.monotonic() - t
     row: dict[str, Any] = {"rc": proc.returncode, "wall_s": round(wall, 2)}
+    row["verdict_s"] = None if verdict_at is None else round(verdict_at, 2)
     try:
         man = json.loads((out / "manifest.json").read_text())
     except (OSError, ValueError):
-        row["error"] = proc.stderr.strip().splitlines()[-1:] or ["no manifest"]
+        row["error"] = stderr.strip().splitlines()[-1:] or ["no manifest"]
         return row
     cap = man["capture"]
     perf = man["collectors"].get("perf", {})
@@ -115,7 +132,7 @@ def _service(name: str, tmp: Path, seconds: float) -> Iterator[_HasPid]:
 
 
 def summarise(rows: list[dict[str, Any]], trees: list[str]) -> str:
-    cols = ("wall_s", "started_s", "window_start_s", "duration_actual", "finish_s", "report_s",
+    cols = ("verdict_s", "wall_s", "started_s", "window_start_s", "duration_actual", "finish_s", "report_s",
             "perf_samples", "tool_cpu_cores")  # fmt: skip
     lines = [
         "| tree | captures | " + " | ".join(cols) + " | perf ok | verdicts |",
