@@ -116,5 +116,5 @@ def test_a_budget_the_trace_fits_in_changes_nothing(tmp_path: Path):
 
 def test_the_event_budget_grows_with_the_window():
     assert sched.event_budget(1.0) == sched.MIN_EVENTS
-    assert sched.event_budget(10.0) >= 400_000  # 10 s of a busy torch service fits
+    assert sched.event_budget(10.0) >= 400_000  # most 10 s torch traces under load fit whole
     assert sched.event_budget(60.0) == 60 * sched.EVENTS_PER_S

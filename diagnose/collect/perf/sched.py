@@ -52,8 +52,10 @@ RING_BYTES = (
     2 * 2**20
 )  # per CPU (64 MiB in all at most): 1 MiB dropped events on a loaded 2-core host
 SCRIPT_TIMEOUT = 180.0
-#: events converted per second of the capture window, and at least: 10 s of a busy torch
-#: service under load (~390,000 events) fit whole; each costs ~10 us of diagnose's CPU
+#: events converted per second of the capture window, and at least. 10 s of a torch service
+#: under locust load recorded 390,000-550,000 events here; each costs about 10 us of
+#: ``perf script`` and 12 us of diagnose's parsing (idle host; three times that beside the
+#: loaded service): the largest such trace is converted up to its last half second
 EVENTS_PER_S = 50_000
 MIN_EVENTS = 500_000
 
