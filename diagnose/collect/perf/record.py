@@ -341,8 +341,11 @@ def perf_script(
             yield raw.decode("utf-8", "replace")
     finally:
         timer.cancel()
-        child.stop(grace=5)
+        # the pipe first: a reader that stopped early (an event budget) leaves perf script
+        # blocked writing into it, where it waits out SIGINT's grace (5 s measured beside a
+        # loaded torch service); with the pipe closed it ends at its next write (SIGPIPE)
         stdout.close()
+        child.stop(grace=5)
 
 
 def target_cpu_seconds(pid: int) -> float | None:
