@@ -15,18 +15,22 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
-from diagnose.analyse import Analysis, analyse
+from diagnose.analyse import analyse
 from diagnose.bundle.manifest import CollectorStatus
-from diagnose.bundle.reader import Bundle
 from diagnose.bundle.safedir import SafeDir, write_all
 from diagnose.bundle.schema import check_structure
 from diagnose.bundle.writer import dump_json, output_error
 from diagnose.errors import BadBundle, OutputError, UsageError
-from diagnose.render.model import REPORT_SCHEMA, build_report
-from diagnose.render.schema import REPORT, Report
+from diagnose.render.schema import REPORT, REPORT_SCHEMA, Report
 from diagnose.verdict import judge, load_rules
+
+if TYPE_CHECKING:
+    # both need pandas: imported where a bundle is read, so that the CLI starts a capture
+    # without them (tests/unit/test_cli_start.py)
+    from diagnose.analyse.model import Analysis
+    from diagnose.bundle.reader import Bundle
 
 FORMATS = ("html", "md", "json")
 FILENAMES = {"html": "report.html", "md": "report.md", "json": "report.json"}
@@ -57,8 +61,16 @@ def parse_formats(text: str | Sequence[str]) -> list[str]:
     return out
 
 
+def open_bundle(bundle_path: Path | Bundle | SafeDir) -> Bundle:
+    from diagnose.bundle.reader import Bundle
+
+    return bundle_path if isinstance(bundle_path, Bundle) else Bundle.open(bundle_path)
+
+
 def diagnose(bundle_path: Path | Bundle | SafeDir, rules_dirs: Iterable[Path] = ()) -> Diagnosis:
-    bundle = bundle_path if isinstance(bundle_path, Bundle) else Bundle.open(bundle_path)
+    from diagnose.render.model import build_report
+
+    bundle = open_bundle(bundle_path)
     extra = list(rules_dirs)
     analysis = analyse(bundle, extra[-1] if extra else None)
     ruleset = load_rules(extra)
@@ -159,7 +171,7 @@ def open_output(
     format, ``-`` (stdout), a stream such as /dev/stdout, or a file (a name ending .html,
     .md or .json); else a directory (created if missing)."""
     if out is None:
-        held = source.dir if isinstance(source, Bundle) else source
+        held = source if isinstance(source, SafeDir) else source.dir
         assert held is not None
         return OutputTarget(held, {f: filenames[f] for f in formats})
     several = len(formats) > 1
@@ -197,7 +209,7 @@ def write_reports(
     file). ``on_verdict`` is called once the verdict is known and the small reports are
     written, before the HTML page (the slowest to render): the verdict first."""
     formats = formats or list(FORMATS)
-    bundle = bundle_path if isinstance(bundle_path, Bundle) else Bundle.open(bundle_path)
+    bundle = open_bundle(bundle_path)
     target = open_output(bundle, formats, out)
     d = diagnose(bundle, rules_dirs)
     render_reports(d.report, target, [f for f in formats if f != "html"])

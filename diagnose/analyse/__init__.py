@@ -5,16 +5,29 @@ analysed anywhere. docs/design.md describes the layout; pipeline.py lists the st
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from diagnose.analyse.frames import frame_rules
-from diagnose.analyse.load import load
-from diagnose.analyse.model import Analysis
-from diagnose.analyse.pipeline import analyse_data
-from diagnose.bundle.reader import Bundle
+if TYPE_CHECKING:
+    from diagnose.analyse.model import Analysis
+    from diagnose.bundle.reader import Bundle
 
 
 def analyse(bundle: Bundle, rules_dir: Path | None = None) -> Analysis:
+    # imported here, not above: importing the metric catalogue (analyse/registry.py), as the
+    # rules and the CLI do, must not import pandas (tests/unit/test_cli_start.py)
+    from diagnose.analyse.frames import frame_rules
+    from diagnose.analyse.load import load
+    from diagnose.analyse.pipeline import analyse_data
+
     return analyse_data(load(bundle), frame_rules(rules_dir))
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Analysis":
+        from diagnose.analyse.model import Analysis
+
+        return Analysis
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["Analysis", "analyse"]

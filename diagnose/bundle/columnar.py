@@ -27,8 +27,13 @@ from diagnose.bundle.writer import BundleWriter
 from diagnose.errors import one_line
 from diagnose.escape import CSV_GUARD, csv_uncell
 
-#: --tables: auto (Parquet from PARQUET_MIN_BYTES), csv (never), parquet (every table below)
-TABLE_FORMATS = ("auto", "csv", "parquet")
+# Text columns as Python strings, not Arrow's (pandas' default once pyarrow is installed): the
+# analysis takes, groups and compares millions of short strings (states, thread names,
+# frames), and on the 10-minute, 256-thread bundle of docs/performance.md Arrow strings made
+# the report 14 s -> 16 s and 1.0 -> 1.6 GiB. Set here, where every table is read (the reader
+# and the capture's conversion to Parquet both read through this module).
+pd.set_option("mode.string_storage", "python")
+
 #: below this size a CSV table stays CSV with ``auto``: converting costs more than it saves
 #: (the import of pyarrow alone is 0.2-0.4 s here), and anything reads a CSV
 PARQUET_MIN_BYTES = 8 * 1024 * 1024
@@ -52,8 +57,8 @@ def parquet_name(rel: str) -> str:
 def read_csv_rows(fd: int) -> pd.DataFrame:
     """A CSV table as the analysis reads it: types inferred over the whole file, rows cut
     short dropped (the last one, when diagnose was stopped mid-write). Text cells are left as
-    written (guarded), as Python strings (``diagnose.bundle`` sets pandas' string storage on
-    import: see diagnose/bundle/reader.py). Takes ownership of ``fd``."""
+    written (guarded), as Python strings (this module sets pandas' string storage on
+    import). Takes ownership of ``fd``."""
     with os.fdopen(fd, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
         whole_rows = size == 0 or os.pread(fh.fileno(), 1, size - 1) == b"\n"

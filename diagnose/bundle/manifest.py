@@ -14,6 +14,9 @@ from diagnose.errors import BadBundle
 SCHEMA = "diagnose.bundle"
 SCHEMA_VERSION = 1
 CSV_GUARDED = "guarded"
+#: --tables: the large tables as Parquet from a size on (auto), never (csv), always (parquet);
+#: bundle/columnar.py converts them, ``capture.tables`` records what it did
+TABLE_FORMATS = ("auto", "csv", "parquet")
 
 
 class CollectorStatus(str, Enum):

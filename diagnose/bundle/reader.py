@@ -35,12 +35,6 @@ from diagnose.escape import csv_uncell
 
 MAX_JSON_BYTES = 512 * 1024 * 1024
 
-# Text columns as Python strings, not Arrow's (pandas' default once pyarrow is installed): the
-# analysis takes, groups and compares millions of short strings (states, thread names,
-# frames), and on the 10-minute, 256-thread bundle of docs/performance.md Arrow strings made
-# the report 14 s -> 16 s and 1.0 -> 1.6 GiB.
-pd.set_option("mode.string_storage", "python")
-
 
 class Bundle:
     def __init__(self, root: Path, manifest: Manifest, directory: SafeDir | None = None) -> None:

@@ -9,17 +9,7 @@ from __future__ import annotations
 
 from diagnose.cli.group import DiagnoseGroup, main
 
-# each command module adds its command to ``main`` (they import ``main`` from cli.group, so
-# nothing imports this package back)
-from diagnose.cli import (  # noqa: F401  # isort: skip
-    attach,
-    compare,
-    demo,
-    doctor,
-    report,
-    rules_cmd,
-    run,
-    sweep,
-)
+# each command module adds its command to ``main`` when imported; ``main`` imports the one a
+# command line names (cli/group.py, COMMANDS)
 
 __all__ = ["DiagnoseGroup", "main"]

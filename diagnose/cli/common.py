@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import click
 
-from diagnose.bundle.columnar import TABLE_FORMATS
+from diagnose.bundle.manifest import TABLE_FORMATS
 from diagnose.collect.base import CaptureOptions
 from diagnose.collect.registry import COLLECTORS, parse_collectors, with_collector
 from diagnose.collect.session import CaptureResult

@@ -1,8 +1,12 @@
 """The ``diagnose`` click group: errors become one line and an exit code. Every command
-module adds itself to :data:`main`; ``diagnose.cli`` imports them all."""
+module adds itself to :data:`main` when imported, and :data:`main` imports a command's
+module when a command line (or ``--help``) names it: ``diagnose attach`` starts recording
+without importing what only reading a bundle needs (pandas, pyarrow, jinja2: about a
+second here, tests/unit/test_cli_start.py). Click documents this as lazy subcommands."""
 
 from __future__ import annotations
 
+import importlib
 import sys
 from typing import Any
 
@@ -12,8 +16,28 @@ from diagnose import __version__
 from diagnose.errors import DiagnoseError, ExitCode
 from diagnose.escape import term
 
+#: command name -> the module that defines it
+COMMANDS = {
+    "attach": "diagnose.cli.attach",
+    "compare": "diagnose.cli.compare",
+    "demo": "diagnose.cli.demo",
+    "doctor": "diagnose.cli.doctor",
+    "report": "diagnose.cli.report",
+    "rules": "diagnose.cli.rules_cmd",
+    "run": "diagnose.cli.run",
+    "sweep": "diagnose.cli.sweep",
+}
+
 
 class DiagnoseGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*COMMANDS, *self.commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            importlib.import_module(COMMANDS[cmd_name])  # adds the command to ``main``
+        return super().get_command(ctx, cmd_name)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)

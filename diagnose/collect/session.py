@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import importlib
 import os
 import signal
 import socket
@@ -31,7 +32,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from diagnose import __version__
-from diagnose.bundle.columnar import compact_tables, parquet_name
 from diagnose.bundle.manifest import CSV_GUARDED, CollectorRecord, CollectorStatus, Manifest
 from diagnose.bundle.sections import CaptureInfo, HostInfo, TargetInfo
 from diagnose.bundle.writer import BundleWriter
@@ -279,6 +279,7 @@ def _capture_locked(
             manifest.collectors = {**records}
             manifest.capture = replace(manifest.capture, running=tuple(c.name for c in running))
             writer.write_manifest(manifest)
+            _import_aside("diagnose.bundle.columnar")
             _open_window(ctx, running, since, progress)
             manifest.capture = replace(
                 manifest.capture, window_start_s=round(ctx.window_start_s(), 3)
@@ -430,6 +431,20 @@ def _finish_one(ctx: CaptureContext, c: Collector) -> tuple[CollectorRecord, boo
     return record, False
 
 
+def _import_aside(module: str) -> None:
+    """Import ``module`` on a thread of its own, now, while the collectors start: the tables'
+    conversion after the window (and the analysis after that) need pandas and pyarrow, whose
+    import (0.5-1 s) would otherwise sit between the window's end and the verdict. Waiting
+    for perf and py-spy to start leaves the main thread idle; a failed import here is
+    raised again where the module is used."""
+
+    def run() -> None:
+        with contextlib.suppress(Exception):
+            importlib.import_module(module)
+
+    threading.Thread(target=run, name=f"import {module}", daemon=True).start()
+
+
 def _compact(
     ctx: CaptureContext,
     manifest: Manifest,
@@ -442,6 +457,8 @@ def _compact(
         return
     if progress is not None:
         progress("compacting the large tables")
+    from diagnose.bundle.columnar import compact_tables, parquet_name
+
     tables = compact_tables(ctx.writer, ctx.options.tables)
     manifest.capture = replace(manifest.capture, tables=tables)
     for rec in records.values():

@@ -21,11 +21,9 @@ from diagnose.analyse.model import Analysis
 from diagnose.bundle.manifest import CollectorStatus
 from diagnose.bundle.reader import Bundle
 from diagnose.formats.stacks import Stack
-from diagnose.render.schema import NotMeasured, Report, VerdictSection
+from diagnose.render.schema import REPORT_SCHEMA, NotMeasured, Report, VerdictSection
 from diagnose.verdict.engine import Verdict
 from diagnose.verdict.ruleset import RuleSet
-
-REPORT_SCHEMA = "diagnose.report/1"
 
 CATEGORY_TITLES = {
     "preprocess": "Preprocessing",

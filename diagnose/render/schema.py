@@ -20,6 +20,9 @@ from diagnose.bundle.schema import ANY, BOOL, INT, NUM, STR, DictOf, ListOf, Obj
 from diagnose.errors import BadBundle
 from diagnose.verdict.engine import FindingDict, NotEvaluatedDict, RankedDict, UncertainDict
 
+#: report.json's ``schema``: what ``diagnose compare`` and ``diagnose report`` accept
+REPORT_SCHEMA = "diagnose.report/1"
+
 
 class BundleRef(TypedDict):
     path: str
