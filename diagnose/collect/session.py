@@ -279,7 +279,6 @@ def _capture_locked(
             manifest.collectors = {**records}
             manifest.capture = replace(manifest.capture, running=tuple(c.name for c in running))
             writer.write_manifest(manifest)
-            _import_aside("diagnose.bundle.columnar")
             _open_window(ctx, running, since, progress)
             manifest.capture = replace(
                 manifest.capture, window_start_s=round(ctx.window_start_s(), 3)
@@ -295,6 +294,7 @@ def _capture_locked(
                 with contextlib.suppress(Exception):
                     c.stop()
             writer.release_reserve()  # room to finish the bundle, should the disk be full
+            _import_aside("diagnose.bundle.columnar")
             if not _finish_collectors(ctx, running, records):
                 ended_by = "disk_full"
             else:
@@ -432,11 +432,12 @@ def _finish_one(ctx: CaptureContext, c: Collector) -> tuple[CollectorRecord, boo
 
 
 def _import_aside(module: str) -> None:
-    """Import ``module`` on a thread of its own, now, while the collectors start: the tables'
-    conversion after the window (and the analysis after that) need pandas and pyarrow, whose
-    import (0.5-1 s) would otherwise sit between the window's end and the verdict. Waiting
-    for perf and py-spy to start leaves the main thread idle; a failed import here is
-    raised again where the module is used."""
+    """Import ``module`` on a thread of its own, now, while the collectors convert what they
+    recorded: the tables' conversion (and the analysis after it) need pandas and pyarrow,
+    whose import (0.5-1 s) then overlaps a conversion that waits on ``perf script`` (a torch
+    service's). Not earlier: imported while the collectors start, it ran into the window and
+    diagnose's CPU there went from 0.10 to 0.15 cores (docs/performance.md). A failed import
+    here is raised again where the module is used."""
 
     def run() -> None:
         with contextlib.suppress(Exception):
