@@ -22,7 +22,8 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
-from diagnose.formats.stacks import clean_frame
+from diagnose.formats.demangle import demangle, is_mangled
+from diagnose.formats.stacks import StackTable, clean_frame
 
 SWITCH_IN = "switch-in"
 SWITCH_OUT = "switch-out"
@@ -36,6 +37,8 @@ _SWITCH = re.compile(r"^PERF_RECORD_SWITCH(?:_CPU_WIDE)?\s+(?P<dir>IN|OUT)(?P<re
 _LOST = re.compile(r"^PERF_RECORD_LOST(?:_SAMPLES)?\b.*?(?P<n>\d+)\s*$")
 _FRAME = re.compile(r"^\t\s*(?P<ip>[0-9a-fA-F]+)\s(?P<rest>.*)$")
 _MAX_FRAME = 400  # characters of one frame label kept (C++ templates can be huge)
+# a mangled name (``--no-demangle``) is cut only past this: cut at 400 it would not demangle
+_MAX_MANGLED = 8 * _MAX_FRAME
 _MAX_LABELS = 200_000  # distinct frame lines remembered while parsing (bounded memory)
 
 
@@ -63,8 +66,9 @@ def frame_label(sym: str, dso: str) -> str | None:
     if not sym:
         sym = "[unknown]"
     label = f"{sym} ({lib or '[unknown]'})"
-    if len(label) > _MAX_FRAME:
-        label = f"{sym[: _MAX_FRAME - len(lib) - 6]}... ({lib})"
+    limit = _MAX_MANGLED if is_mangled(sym) else _MAX_FRAME
+    if len(label) > limit:
+        label = f"{sym[: limit - len(lib) - 6]}... ({lib})"
     # no parentheses inside the library part, no separators of the folded format
     return clean_frame(label)
 
@@ -78,6 +82,37 @@ def _parse_frame(line: str) -> str | None:
     if not sep or not dso.endswith(")"):
         return frame_label(rest, "")
     return frame_label(sym, dso[:-1])
+
+
+def demangled_frames(frames: Iterable[str], tool: str | None) -> dict[str, str]:
+    """frame label -> the same frame with its symbol demangled, for the labels of a
+    ``--no-demangle`` recording whose symbol ``tool`` (``c++filt``, formats/demangle.py)
+    demangles. Overloads of one name become one frame, as perf prints them; stacks that
+    differed only there keep their own ids (their frames are then the same)."""
+    if tool is None:
+        return {}
+    split: dict[str, tuple[str, str]] = {}
+    for f in frames:
+        if f not in split:
+            sym, sep, lib = f.rpartition(" (")
+            if sep and lib.endswith(")") and is_mangled(sym):
+                split[f] = (sym, lib[:-1])
+    names = demangle((sym for sym, _ in split.values()), tool)
+    out = {}
+    for f, (sym, lib) in split.items():
+        text = names.get(sym)
+        label = frame_label(text, lib) if text else None
+        if label is not None and label != f:
+            out[f] = label
+    return out
+
+
+def demangle_table(table: StackTable, tool: str | None) -> dict[str, str]:
+    """Demangle the frames of every stack in ``table`` (see :func:`demangled_frames`);
+    return the renames, for other copies of those frames (a folded profile's keys)."""
+    renames = demangled_frames({f for stack in table.stacks for f in stack}, tool)
+    table.relabel(renames)
+    return renames
 
 
 _Header = tuple[int, "int | None", float, str, str, int]  # tid, cpu, t, event, fields, lost

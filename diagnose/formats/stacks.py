@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 Stack = tuple[str, ...]
@@ -74,6 +74,15 @@ class StackTable:
             self.ids[stack] = sid
             self.stacks.append(stack)
         return sid
+
+    def relabel(self, frames: Mapping[str, str]) -> None:
+        """Rename frames (old label -> new) in every stack; ids stay as they were."""
+        if not frames:
+            return
+        self.stacks = [tuple(frames.get(f, f) for f in stack) for stack in self.stacks]
+        self.ids = {}
+        for sid, stack in enumerate(self.stacks):
+            self.ids.setdefault(stack, sid)
 
 
 def format_folded(rows: Iterable[tuple[Stack, float | int]]) -> str:

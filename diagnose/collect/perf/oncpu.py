@@ -25,8 +25,14 @@ from collections.abc import Iterable
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
 from diagnose.bundle.writer import guarded_csv_writer
 from diagnose.collect.base import CaptureContext
-from diagnose.collect.perf.record import PerfCollectorBase, PerfRecord, no_recording, ring_pages
-from diagnose.formats.perf_script import LOST, parse_script
+from diagnose.collect.perf.record import (
+    PerfCollectorBase,
+    PerfRecord,
+    demangling,
+    no_recording,
+    ring_pages,
+)
+from diagnose.formats.perf_script import LOST, demangle_table, parse_script
 from diagnose.formats.speedscope import samples_to_speedscope
 from diagnose.formats.stacks import StackTable, ThreadFrame, format_folded
 
@@ -72,8 +78,10 @@ class PerfCollector(PerfCollectorBase):
             if rec.size_bytes() == 0:
                 return self.record(CollectorStatus.FAILED, no_recording(rec), files, **details)
             files.append(rec.script_stderr_rel)
-            lines = rec.script("tid,time,event,ip,sym,dso", ["--show-lost-events"], SCRIPT_TIMEOUT)
-            n, lost, t_first, t_last, names = self._write(ctx, lines)
+            tool, no_demangle = demangling(details)
+            extra = ["--show-lost-events", *no_demangle]
+            lines = rec.script("tid,time,event,ip,sym,dso", extra, SCRIPT_TIMEOUT)
+            n, lost, t_first, t_last, names = self._write(ctx, lines, tool)
         finally:
             rec.cleanup()
         chunks, error = rec.script_warnings()
@@ -104,7 +112,7 @@ class PerfCollector(PerfCollectorBase):
         return self.conclude(ctx, problems, files, details, lost, recorded=n)
 
     def _write(
-        self, ctx: CaptureContext, lines: Iterable[str]
+        self, ctx: CaptureContext, lines: Iterable[str], demangle_with: str | None = None
     ) -> tuple[int, int, float | None, float | None, dict[int, str]]:
         table = StackTable()
         counts: Counter[tuple[int, int]] = Counter()
@@ -129,6 +137,7 @@ class PerfCollector(PerfCollectorBase):
                 n += 1
                 t_first = t if t_first is None else t_first
                 t_last = t
+        demangle_table(table, demangle_with)
         with w.open_text("native/stacks.csv") as fh:
             cw = guarded_csv_writer(fh)
             cw.writerow(["stack_id", "frames"])

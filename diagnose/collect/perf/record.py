@@ -49,6 +49,7 @@ from diagnose.collect.perf.probe import (
     explain,
     unavailable_reason,
 )
+from diagnose.formats.demangle import probe as demangler
 
 SIZE_LIMIT = re.compile(r"perf size limit reached \((\d+) KB\)")
 WROTE = re.compile(r"Captured and wrote ([\d.]+) MB")
@@ -346,6 +347,15 @@ def perf_script(
         # loaded torch service); with the pipe closed it ends at its next write (SIGPIPE)
         stdout.close()
         child.stop(grace=5)
+
+
+def demangling(details: dict[str, Any]) -> tuple[str | None, list[str]]:
+    """(the ``c++filt`` that demangles the stacks, or None: perf does; the ``perf script``
+    option that goes with it), and ``demangled_by`` in the collector's ``details``
+    (formats/demangle.py)."""
+    tool = demangler()
+    details["demangled_by"] = "c++filt" if tool else "perf"
+    return tool, ["--no-demangle"] if tool else []
 
 
 def target_cpu_seconds(pid: int) -> float | None:

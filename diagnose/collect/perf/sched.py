@@ -41,9 +41,15 @@ from typing import Any
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
 from diagnose.bundle.writer import guarded_csv_writer
 from diagnose.collect.base import CaptureContext
-from diagnose.collect.perf.record import PerfCollectorBase, PerfRecord, no_recording, ring_pages
+from diagnose.collect.perf.record import (
+    PerfCollectorBase,
+    PerfRecord,
+    demangling,
+    no_recording,
+    ring_pages,
+)
 from diagnose.formats.perf_sched import FutexWait, OffCpu, SchedSummary, convert, futex_cmd
-from diagnose.formats.perf_script import PerfEvent, parse_script
+from diagnose.formats.perf_script import PerfEvent, demangle_table, parse_script
 from diagnose.formats.stacks import StackTable, ThreadFrame, format_folded
 
 MAX_BYTES = 256 * 1024 * 1024
@@ -133,11 +139,12 @@ class PerfSchedCollector(PerfCollectorBase):
                 return self.record(CollectorStatus.FAILED, no_recording(rec), files, **details)
             files.append(rec.script_stderr_rel)
             fields = "tid,cpu,time,event,ip,sym,dso,trace"
-            extra = ["--show-switch-events", "--show-lost-events"]
+            tool, no_demangle = demangling(details)
+            extra = ["--show-switch-events", "--show-lost-events", *no_demangle]
             budget = event_budget(ctx.window())
             details["event_budget"] = budget
             with contextlib.closing(rec.script(fields, extra, SCRIPT_TIMEOUT)) as lines:
-                counts = write_tables(ctx, lines, summary, budget)
+                counts = write_tables(ctx, lines, summary, budget, tool)
         finally:
             rec.cleanup()
         chunks, error = rec.script_warnings()
@@ -185,10 +192,15 @@ class PerfSchedCollector(PerfCollectorBase):
 
 
 def write_tables(
-    ctx: CaptureContext, lines: Iterable[str], summary: SchedSummary, budget: int | None = None
+    ctx: CaptureContext,
+    lines: Iterable[str],
+    summary: SchedSummary,
+    budget: int | None = None,
+    demangle_with: str | None = None,
 ) -> dict[str, int]:
     """Stream the converted rows of the first ``budget`` events (all without one) into
-    sched/*.csv; return row counts (``summary.cut`` says whether events were left out)."""
+    sched/*.csv; return row counts (``summary.cut`` says whether events were left out).
+    ``demangle_with``: ``c++filt`` for a ``--no-demangle`` script (formats/demangle.py)."""
     w = ctx.writer
     t0 = ctx.t0
     table = StackTable()
@@ -214,6 +226,9 @@ def write_tables(
                 fx.writerow([_r(row.t - t0), row.tid, hex(row.uaddr), futex_cmd(row.op),
                              _r(row.dur), _r(row.ret), int(row.blocked), _r(row.waker),
                              _r(None if row.wake_t is None else row.wake_t - t0), sid])  # fmt: skip
+    renames = demangle_table(table, demangle_with)
+    if renames:
+        folded = {tuple(renames.get(f, f) for f in key): ms for key, ms in folded.items()}
     with w.open_text("sched/stacks.csv") as fh:
         cw = guarded_csv_writer(fh)
         cw.writerow(["stack_id", "frames"])
