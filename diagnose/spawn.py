@@ -86,15 +86,23 @@ def spawn(
 
 
 def run(
-    argv: Sequence[str], timeout: float, *, text: bool = True, **popen: Any
+    argv: Sequence[str],
+    timeout: float,
+    *,
+    text: bool = True,
+    input: str | None = None,
+    **popen: Any,
 ) -> subprocess.CompletedProcess[Any]:
     """Run a short command to its end and capture its output, like ``subprocess.run(...,
-    capture_output=True, check=False)``; raises ``OSError`` or ``subprocess.TimeoutExpired``
-    (the command killed first), and on any other way out kills the command too."""
+    capture_output=True, check=False)`` (``input`` to its stdin); raises ``OSError`` or
+    ``subprocess.TimeoutExpired`` (the command killed first), and on any other way out kills
+    the command too."""
     extra: dict[str, Any] = {"errors": "replace"} if text else {}
+    if input is not None:
+        extra["stdin"] = subprocess.PIPE
     proc = spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=text, **extra, **popen)
     try:
-        out, err = proc.communicate(timeout=timeout)
+        out, err = proc.communicate(input, timeout=timeout)
     except BaseException:
         with contextlib.suppress(ProcessLookupError):
             proc.kill()

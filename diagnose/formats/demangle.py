@@ -21,6 +21,8 @@ import shutil
 import subprocess
 from collections.abc import Iterable
 
+from diagnose.spawn import run as spawn_run
+
 #: Itanium C++ (``_Z``) and Rust v0 (``_R``) manglings
 MANGLED_PREFIXES = ("_Z", "_R")
 _CRATE_HASH = re.compile(r"\[[0-9a-f]{16}\]")
@@ -43,15 +45,7 @@ def is_mangled(name: str) -> bool:
 def run_cxxfilt(tool: str, names: list[str], timeout: float = TIMEOUT) -> list[str] | None:
     """``names`` through ``tool -p``, one per line, in order; None when it fails."""
     try:
-        out = subprocess.run(
-            [tool, "-p"],
-            input="\n".join(names) + "\n",
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=timeout,
-            check=False,
-        )
+        out = spawn_run([tool, "-p"], timeout, input="\n".join(names) + "\n")
     except (OSError, subprocess.SubprocessError):
         return None
     lines = out.stdout.splitlines()
