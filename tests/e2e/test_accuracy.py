@@ -54,17 +54,29 @@ class Case:
     sample: str
     primary: str
     kind: str | None
+    #: other kinds that are as right: two findings of one bottleneck, each verified by its
+    #: fix (samples/README.md)
+    also: tuple[str, ...] = ()
     warmup: float = 1.5  # seconds before attaching: imports, model set-up, first requests
     needs_perf: bool = False
     collectors: tuple[str, ...] | None = None  # None: every collector this host supports
     python: str | None = None  # the interpreter to run the sample with (default: this one)
     seconds: float = CAPTURE_S  # capture length: at least the sample's measured stable one
 
+    @property
+    def expected(self) -> str:
+        return f"{self.primary}/{'|'.join(str(k) for k in (self.kind, *self.also))}"
+
+    def matches(self, category: str, kind: str | None) -> bool:
+        return category == self.primary and (kind == self.kind or kind in self.also)
+
 
 CASES = [
-    # stable from 5 s (docs/performance.md, section 3): its serial tokeniser holds the GIL,
-    # and a short capture can rank the GIL hand-offs first (1 in 5 at 2 s; seen at 4 s)
-    Case("preprocess_tokenize", "preprocess", "serial", seconds=6.0),
+    # its one tokeniser thread is saturated and holds the GIL the model workers wait for:
+    # preprocess.serial and preprocess.holds_gil both fire, at close scores (0.44 and 0.45 in
+    # a CI run), and both are right by the fixes measured (samples/README.md): a cheaper
+    # tokeniser gains 2.55x, a second tokeniser thread 0.86x (it only queues on the GIL)
+    Case("preprocess_tokenize", "preprocess", "serial", also=("gil",), seconds=6.0),
     Case("lock_contention", "lock", "mutex"),
     Case("gil_contention", "lock", "gil"),
     Case("oversubscription", "scheduling", "oversubscription", warmup=3.0),
@@ -123,7 +135,7 @@ def behind_contention(report: dict[str, Any], case: Case) -> bool:
     rest = [(r["category"], r["kind"]) for r in v["ranking"] if r["category"] != "scheduling"]
     if case.primary == "unknown":
         return not rest
-    return rest[:1] == [(case.primary, case.kind)]
+    return bool(rest) and case.matches(*rest[0])
 
 
 def judged(case: Case, tmp_path: Path) -> dict[str, Any]:
@@ -133,7 +145,7 @@ def judged(case: Case, tmp_path: Path) -> dict[str, Any]:
     for i in range(ATTEMPTS):
         report = attempt(case, tmp_path / f"bundle-{i}")
         v = report["verdict"]
-        if (v["primary"], v["kind"]) == (case.primary, case.kind):
+        if case.matches(v["primary"], v["kind"]):
             return report
         seen.append(describe(report))
         if not busy_host(report):
@@ -145,19 +157,18 @@ def judged(case: Case, tmp_path: Path) -> dict[str, Any]:
         if fallback is not None:
             warnings.warn(
                 f"{case.sample}: other processes held the cores in every attempt; accepted "
-                f"{case.primary}/{case.kind} ranked right after cpu_contention:\n  "
-                + "\n  ".join(seen),
+                f"{case.expected} ranked right after cpu_contention:\n  " + "\n  ".join(seen),
                 stacklevel=2,
             )
             return fallback
-    pytest.fail(f"{case.sample}: expected {case.primary}/{case.kind}, got:\n  " + "\n  ".join(seen))
+    pytest.fail(f"{case.sample}: expected {case.expected}, got:\n  " + "\n  ".join(seen))
 
 
 def expected_finding(report: dict[str, Any], case: Case) -> dict[str, Any]:
     return next(
         f
         for f in report["findings"]
-        if (f["category"], f["kind"]) == (case.primary, case.kind) and not f["advisory"]
+        if case.matches(f["category"], f["kind"]) and not f["advisory"]
     )
 
 
