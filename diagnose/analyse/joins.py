@@ -28,9 +28,15 @@ def map_distinct(
 
     A long capture has millions of rows but few distinct stacks, frames or addresses:
     this is what keeps the analysis linear in rows with a small constant."""
-    codes, uniques = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=False)
-    out = np.empty(len(uniques), dtype=object)
-    out[:] = [func(u) for u in uniques]
+    arr = np.asarray(values)
+    if arr.dtype.kind in "iub":  # integers (stack ids): hashed as integers, not as objects
+        codes, uniques = pd.factorize(arr)
+        keys = uniques.tolist()  # Python ints, as the object path passes them
+    else:
+        codes, uniques = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=False)
+        keys = list(uniques)
+    out = np.empty(len(keys), dtype=object)
+    out[:] = [func(u) for u in keys]
     return out[codes]
 
 
@@ -42,6 +48,25 @@ def select_text(conds: list[Any], choices: list[str], default: str, index: pd.In
     code = {name: i for i, name in enumerate(names)}
     picked = np.select(conds, [code[c] for c in choices], default=code[default])
     return pd.Series(np.array(names, dtype=object)[picked], index=index)
+
+
+class TextCodes:
+    """A text column factorised once, for equality tests on its codes: a comparison per row
+    of pandas' string dtype checks every row for NA and compares Python strings (about 20x
+    the time of a comparison of codes on the /proc tables of a long capture). Missing
+    values (None, NaN) equal nothing."""
+
+    def __init__(self, values: pd.Series | npt.NDArray[Any]) -> None:
+        codes, uniques = pd.factorize(np.asarray(values, dtype=object))
+        self.codes: npt.NDArray[np.intp] = np.asarray(codes)
+        self._index = {v: i for i, v in enumerate(uniques.tolist()) if isinstance(v, str)}
+
+    def eq(self, *values: str) -> npt.NDArray[np.bool_]:
+        """Whether each row is one of ``values``."""
+        wanted = [self._index[v] for v in values if v in self._index]
+        if len(wanted) == 1:
+            return np.equal(self.codes, wanted[0])
+        return np.isin(self.codes, wanted)
 
 
 def python_stack_at(

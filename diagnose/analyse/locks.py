@@ -27,7 +27,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from diagnose.analyse.frames import inside_region, python_leaf, user_leaf
-from diagnose.analyse.joins import map_distinct, pairs
+from diagnose.analyse.joins import TextCodes, map_distinct, pairs
 from diagnose.analyse.load import BundleData
 from diagnose.analyse.model import (
     BUSY_STATES,
@@ -92,7 +92,11 @@ def proc_locks(ctx: Context) -> None:
         return
     iv = tt.intervals
     busy = float(sum(iv[s].sum() for s in BUSY_STATES))
-    lk = iv[(iv["lock"] > 0) & (iv["futex_addr"] != "")]
+    # the columns the hot spots read, not a copy of every column of the blocked ticks
+    lk = iv.loc[
+        (iv["lock"] > 0) & (iv["futex_addr"] != ""),
+        ["t", "tid", "lock", "futex_addr", "wait_leaf", "stack_id"],
+    ]
     hotspots: list[Hotspot] = []
     for key, addrs in _lock_groups(lk).items():
         grp = lk[lk["futex_addr"].isin(addrs)]
@@ -253,7 +257,7 @@ def _futex_metrics(ctx: Context, fx: pd.DataFrame) -> list[FutexLock]:
         m["futex_lock_wait_s"] = 0.0
         return []
     m["futex_wait_s"] = rounded(float(fx["dur"].sum()), 3)
-    lk = fx[fx["kind"] == "lock"]
+    lk = fx[TextCodes(fx["kind"]).eq("lock")]
     m["futex_lock_wait_s"] = rounded(float(lk["dur"].sum()), 3)
     locks = futex_locks(ctx.data, lk, fx)
     ctx.out.extra.setdefault("perf", {})["futex_locks"] = [d.to_dict() for d in locks]

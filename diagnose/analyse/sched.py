@@ -136,8 +136,10 @@ def perf_scheduling(ctx: Context) -> None:
     if window > 0:
         m["sched_switches_voluntary_per_s"] = rounded(float((~preempted).sum()) / window, 1)
         m["sched_switches_involuntary_per_s"] = rounded(float(preempted.sum()) / window, 1)
-        back = off.dropna(subset=["cpu", "cpu_in"]) if "cpu_in" in off else off.iloc[0:0]
-        moved = float((back["cpu"] != back["cpu_in"]).sum())
+        moved = 0.0
+        if "cpu_in" in off:  # switched back in on another CPU (both known)
+            cpu, cpu_in = off["cpu"], off["cpu_in"]
+            moved = float((cpu.notna() & cpu_in.notna() & (cpu != cpu_in)).sum())
         m["sched_migrations_per_s"] = rounded(moved / window, 2)
     by_tid = (
         pd.DataFrame({"voluntary": (~preempted).astype(int), "involuntary": preempted.astype(int)})

@@ -30,7 +30,7 @@ import pandas as pd
 
 from diagnose.analyse.arch import Syscalls
 from diagnose.analyse.frames import FrameRules, python_leaf, user_leaf, waiting_caller
-from diagnose.analyse.joins import map_distinct, python_stack_at, select_text
+from diagnose.analyse.joins import TextCodes, map_distinct, python_stack_at, select_text
 from diagnose.analyse.load import BundleData
 from diagnose.analyse.model import BUSY_STATES, STATES, Context, ThreadTime, ratio, rounded
 from diagnose.formats.stacks import Stack
@@ -189,13 +189,15 @@ def thread_time(
     parts = max(1, -(-len(threads) // CHUNK_ROWS))
     ivs, pers = [], []
     moved = 0.0
+    mutex = native_mutex_waits(futex, data.python_tids)
+    mutexes = set(mutex["uaddr"].astype(str))
     for chunk in np.array_split(tids, min(parts, len(tids))):
         part = threads[threads["tid"].isin(chunk)] if parts > 1 else threads
         df = part.sort_values(["tid", "t"]).reset_index(drop=True)
         iv = _thread_intervals(df, data, frames, calls, leaves, kinds)
-        if futex is not None and not futex.empty:
-            native = set(iv["tid"].unique().tolist()) - data.python_tids
-            moved += move_native_mutex_waits(iv, futex, native)
+        if mutexes:
+            native = set(chunk.tolist()) - data.python_tids
+            moved += move_native_mutex_waits(iv, mutex[mutex["tid"].isin(chunk)], native, mutexes)
         ivs.append(iv)
         pers.append(_per_thread(df, iv, data, data.python_tids))
     iv = pd.concat(ivs, ignore_index=True) if len(ivs) > 1 else ivs[0]
@@ -247,19 +249,19 @@ def _intervals(df: pd.DataFrame, calls: Syscalls) -> pd.DataFrame:
     iv["slices"] = d_sl[valid].clip(lower=0).fillna(0.0)
     end_cls = iv["wait_class"]
     start_cls = prev_class[valid].fillna("other")
-    # rows keep the string objects they came with: np.where on text makes one new per row
-    iv["off_class"] = start_cls.where(start_cls != "runnable", "other").where(
-        end_cls == "runnable", end_cls
+    back = TextCodes(end_cls).eq("runnable")
+    # the off-CPU time's class: the interval's end's, or its start's when the thread was
+    # runnable again at the end (rows keep the string objects they came with)
+    off_class = TextCodes(
+        start_cls.where(~TextCodes(start_cls).eq("runnable"), "other").where(back, end_cls)
     )
     for s in ("gil", "lock", "io", "idle", "other"):
-        iv[s] = np.where(iv["off_class"] == s, off, 0.0)
-    # where the off-CPU time was spent: the tick whose wait class it took (the interval's
-    # end, or its start when the thread was runnable again at the end)
+        iv[s] = np.where(off_class.eq(s), off, 0.0)
+    # where the off-CPU time was spent: the tick whose wait class it took
     addr = _futex_addr(df, calls)
-    back = end_cls == "runnable"
     iv["futex_addr"] = addr.groupby(df["tid"]).shift(1)[valid].fillna("").where(back, addr[valid])
     iv["wait_leaf"] = g["py_leaf"].shift(1)[valid].fillna("").where(back, iv["py_leaf"])
-    from_start = back.to_numpy()
+    from_start = back
     if "client" in df:
         was_client = np.where(
             from_start,
@@ -326,30 +328,31 @@ def classify_waits(
     py-spy's first sample, say): a futex wait of a Python thread is then "other", since
     nothing says whether it waits for a lock or for work.
     """
-    state = df["state"].astype(str)
+    state = TextCodes(df["state"])
     sc = pd.to_numeric(column(df, "syscall"), errors="coerce")
     addr = _hex_to_float(column(df, "arg0", ""))
     futex = sc.isin(calls.futex)
     in_gil = pd.Series(False, index=df.index)
     if gil is not None:
         in_gil = futex & (addr >= gil[0]) & (addr < gil[1])
-    lk = leaf_kind.fillna("")
+    lk = TextCodes(leaf_kind)
+    idle, io = lk.eq("idle"), lk.eq("io")
     conds = [
-        state.isin(["T", "t"]),
-        state == "D",
+        state.eq("T", "t"),
+        state.eq("D"),
         in_gil,
-        futex & (lk == "idle"),
-        futex & (lk == "io"),
+        futex & idle,
+        futex & io,
         futex & has_py & leaf_kind.notna(),
         futex & has_py,
         futex,
         sc.isin(calls.accept),
-        sc.isin(calls.io) & (lk == "idle"),
+        sc.isin(calls.io) & idle,
         sc.isin(calls.io),
-        sc.isin(calls.poll) & (lk == "io"),
+        sc.isin(calls.poll) & io,
         sc.isin(calls.poll),
         sc.isin(calls.sleep),
-        state == "R",
+        state.eq("R"),
     ]
     choices = ["other", "io", "gil", "idle", "io", "lock", "other", "idle", "idle", "idle", "io",
                "io", "idle", "idle", "runnable"]  # fmt: skip
@@ -472,18 +475,26 @@ def futex_waits(data: BundleData, frames: FrameRules) -> pd.DataFrame | None:
     return fx.drop(columns=["_addr", "_op"])
 
 
-def move_native_mutex_waits(iv: pd.DataFrame, fx: pd.DataFrame, native_tids: set[int]) -> float:
-    """Threads without Python frames: mutex waits are lock time, not idle. Returns the
-    seconds moved.
+def native_mutex_waits(futex: pd.DataFrame | None, python_tids: set[int]) -> pd.DataFrame:
+    """Of perf's classified futex waits (:func:`futex_waits`), the mutex waits of threads
+    without Python frames (empty without perf's futex waits)."""
+    if futex is None or futex.empty:
+        return pd.DataFrame(columns=["t", "tid", "uaddr", "dur"])
+    return futex[TextCodes(futex["kind"]).eq("lock") & ~futex["tid"].isin(python_tids)]
+
+
+def move_native_mutex_waits(
+    iv: pd.DataFrame, mtx: pd.DataFrame, native_tids: set[int], mutexes: set[str]
+) -> float:
+    """Threads without Python frames (``native_tids``): mutex waits are lock time, not
+    idle. Returns the seconds moved.
 
     Two ways, both measured: a /proc tick that saw the thread blocked in futex() on an
-    address perf found to be a mutex (its waiters' native stacks in __lll_lock_wait, ...)
-    moves that interval's blocked time to lock; and where /proc saw no address, the time
-    perf saw it in such a wait within the interval."""
-    mtx = fx[(fx["kind"] == "lock") & fx["tid"].isin(native_tids)]
-    if mtx.empty:
-        return 0.0
-    mutexes = set(mtx["uaddr"].astype(str))
+    address perf found to be a mutex (``mutexes``: the addresses of every such wait of the
+    capture, its waiters' native stacks in __lll_lock_wait, ...) moves that interval's
+    blocked time to lock; and where /proc saw no address, the time perf saw it in such a
+    wait (``mtx``: those of ``iv``'s threads, :func:`native_mutex_waits`) within the
+    interval."""
     at_mutex = iv["tid"].isin(native_tids) & (iv["idle"] > 0) & iv["futex_addr"].isin(mutexes)
     moved = float(iv.loc[at_mutex, "idle"].sum())
     iv.loc[at_mutex, "lock"] += iv.loc[at_mutex, "idle"]

@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from diagnose.analyse.joins import python_stack_at, python_stack_seen, select_text
+from diagnose.analyse.joins import (
+    TextCodes,
+    map_distinct,
+    python_stack_at,
+    python_stack_seen,
+    select_text,
+)
 
 #: thread 1 in stack 7 from 0.00 to 0.10 s (py-spy at 100 Hz: samples at 0.00 ... 0.09),
 #: then in stack 8 for one sample (0.10 to 0.11); thread 2 in stack 9
@@ -48,3 +54,29 @@ def test_select_text_picks_like_np_select_and_shares_one_string_per_choice():
     assert got.tolist() == want.tolist()
     # one object per distinct text, not one per row (a million rows, a few choices)
     assert len({id(v) for v in got}) == 3
+
+
+def test_text_codes_compare_like_the_strings_and_missing_values_equal_nothing() -> None:
+    s = pd.Series(["R", "S", None, "D", "S", "t", np.nan], dtype=object)
+    codes = TextCodes(s)
+    for values in (("S",), ("T", "t"), ("R", "D"), ("X",), ("X", "Y"), ("nan",)):
+        want = s.isin(list(values)).to_numpy()
+        assert (codes.eq(*values) == want).all(), values
+    # pandas' string dtype, as the bundle's text columns are read
+    st = pd.Series(["a", "b", None, "a"], dtype=pd.StringDtype("python", na_value=np.nan))
+    assert TextCodes(st).eq("a").tolist() == [True, False, False, True]
+
+
+def test_map_distinct_calls_once_per_value_and_passes_python_values() -> None:
+    seen: list[object] = []
+
+    def f(v: object) -> object:
+        seen.append(v)
+        return (type(v).__name__, v)
+
+    out = map_distinct(np.array([3, 1, 3, 3, 1], dtype=np.int64), f)
+    assert sorted(seen, key=str) == [1, 3] and all(type(v) is int for v in seen)
+    assert out.tolist() == [("int", 3), ("int", 1), ("int", 3), ("int", 3), ("int", 1)]
+    seen.clear()
+    out = map_distinct(pd.Series(["x", None, "x"], dtype=object), f)
+    assert len(seen) == 2 and out[0] == ("str", "x") and out[2] == ("str", "x")
