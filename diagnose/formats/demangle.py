@@ -69,13 +69,13 @@ def probe() -> str | None:
     return tool if got == [_PROBE[n] for n in names] else None
 
 
-def demangle(names: Iterable[str], tool: str) -> dict[str, str]:
+def demangle(names: Iterable[str], tool: str) -> dict[str, str] | None:
     """mangled name -> perf's text, for the mangled ones among ``names`` that ``tool``
-    demangles; {} if it fails (the names then stay as perf printed them)."""
+    demangles; None if it fails (the names then stay as perf printed them: mangled)."""
     todo = sorted({n for n in names if is_mangled(n)})
     if not todo:
         return {}
     got = run_cxxfilt(tool, todo)
     if got is None:
-        return {}
+        return None
     return {m: d for m, d in zip(todo, got, strict=True) if d and d != m}

@@ -84,6 +84,7 @@ class SchedSummary:
     wakeups_seen: int = 0  # switch-ins after a sleep whose waker was recorded
     sleeps_resumed: int = 0  # switch-ins after a sleep (state not R)
     cut: bool = False  # the conversion stopped at its event budget
+    mangled: bool = False  # c++filt failed: the stacks' C++/Rust names are left mangled
 
 
 class _Thread:

@@ -84,11 +84,12 @@ def _parse_frame(line: str) -> str | None:
     return frame_label(sym, dso[:-1])
 
 
-def demangled_frames(frames: Iterable[str], tool: str | None) -> dict[str, str]:
+def demangled_frames(frames: Iterable[str], tool: str | None) -> dict[str, str] | None:
     """frame label -> the same frame with its symbol demangled, for the labels of a
     ``--no-demangle`` recording whose symbol ``tool`` (``c++filt``, formats/demangle.py)
-    demangles. Overloads of one name become one frame, as perf prints them; stacks that
-    differed only there keep their own ids (their frames are then the same)."""
+    demangles; None when ``tool`` failed (the labels stay mangled). Overloads of one name
+    become one frame, as perf prints them; stacks that differed only there keep their own
+    ids (their frames are then the same)."""
     if tool is None:
         return {}
     split: dict[str, tuple[str, str]] = {}
@@ -98,6 +99,8 @@ def demangled_frames(frames: Iterable[str], tool: str | None) -> dict[str, str]:
             if sep and lib.endswith(")") and is_mangled(sym):
                 split[f] = (sym, lib[:-1])
     names = demangle((sym for sym, _ in split.values()), tool)
+    if names is None:
+        return None
     out = {}
     for f, (sym, lib) in split.items():
         text = names.get(sym)
@@ -107,11 +110,13 @@ def demangled_frames(frames: Iterable[str], tool: str | None) -> dict[str, str]:
     return out
 
 
-def demangle_table(table: StackTable, tool: str | None) -> dict[str, str]:
+def demangle_table(table: StackTable, tool: str | None) -> dict[str, str] | None:
     """Demangle the frames of every stack in ``table`` (see :func:`demangled_frames`);
-    return the renames, for other copies of those frames (a folded profile's keys)."""
+    return the renames, for other copies of those frames (a folded profile's keys), or
+    None when ``tool`` failed (the frames stay mangled)."""
     renames = demangled_frames({f for stack in table.stacks for f in stack}, tool)
-    table.relabel(renames)
+    if renames is not None:
+        table.relabel(renames)
     return renames
 
 

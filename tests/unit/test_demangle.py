@@ -13,6 +13,7 @@ import pytest
 
 from diagnose.bundle.writer import BundleWriter
 from diagnose.collect.perf import sched
+from diagnose.collect.perf.record import left_mangled
 from diagnose.formats import demangle
 from diagnose.formats.perf_sched import SchedSummary
 from diagnose.formats.perf_script import (
@@ -60,8 +61,43 @@ def test_a_no_demangle_recording_reads_as_perfs_own_demangling():
 def test_without_a_demangler_or_with_a_failing_one_names_stay_as_printed():
     frames = {f for s in _stacks(MANGLED) for f in s}
     assert demangled_frames(frames, None) == {}
-    assert demangle.demangle(["_Z16THPVariable_WrapON2at10TensorBaseE"], "/bin/false") == {}
+    # a failing c++filt is told apart from nothing to demangle: None, not {}
+    assert demangle.demangle(["_Z16THPVariable_WrapON2at10TensorBaseE"], "/bin/false") is None
+    assert demangled_frames(frames, "/bin/false") is None
     assert demangle.demangle(["main", "PyEval_EvalFrameDefault"], "/bin/false") == {}
+
+
+def test_a_failing_demangler_is_said_not_hidden(tmp_path: Path):
+    # c++filt passed its probe, then failed on the recording's names: the frames stay
+    # mangled, and the record must not say c++filt demangled them
+    text = SCRIPT.read_text().replace(
+        " __futex_wait (", " _Z16THPVariable_WrapON2at10TensorBaseE ("
+    )
+    summary = SchedSummary()
+    sched.write_tables(
+        context(BundleWriter.create(tmp_path / "a")),
+        iter(text.splitlines(True)),
+        summary,
+        None,
+        "/bin/false",
+    )
+    assert summary.mangled
+    assert (
+        "_Z16THPVariable_WrapON2at10TensorBaseE ("
+        in (tmp_path / "a" / "sched" / "stacks.csv").read_text()
+    )
+    details = {"demangled_by": "c++filt"}
+    note = left_mangled(details)
+    assert details["demangled_by"] == "none" and "left mangled" in note
+    ok = SchedSummary()
+    sched.write_tables(
+        context(BundleWriter.create(tmp_path / "b")),
+        iter(SCRIPT.read_text().splitlines(True)),
+        ok,
+        None,
+        "/bin/false",
+    )
+    assert not ok.mangled  # nothing mangled to demangle: c++filt is not even run
 
 
 def test_a_long_mangled_name_is_kept_whole_for_demangling():
@@ -88,3 +124,17 @@ def test_the_scheduler_tables_and_off_cpu_profile_are_demangled_too(tmp_path: Pa
         got = (tmp_path / "a" / "sched" / name).read_text()
         assert got == (tmp_path / "b" / "sched" / name).read_text(), name
     assert "THPVariable_Wrap (" in (tmp_path / "a" / "sched" / "offcpu.folded").read_text()
+
+
+def test_the_on_cpu_stacks_say_when_the_demangler_failed(tmp_path: Path):
+    from diagnose.collect.perf.oncpu import PerfCollector
+
+    w = BundleWriter.create(tmp_path / "a")
+    lines = iter(MANGLED.read_text().splitlines(True))
+    n, _, _, _, _, mangled = PerfCollector()._write(context(w), lines, "/bin/false")
+    assert n > 0 and mangled
+    assert "_ZN" in (tmp_path / "a" / "native" / "stacks.csv").read_text()
+    if demangle.probe() is not None:  # the same recording with a working c++filt
+        w = BundleWriter.create(tmp_path / "b")
+        lines = iter(MANGLED.read_text().splitlines(True))
+        assert PerfCollector()._write(context(w), lines, demangle.probe())[5] is False

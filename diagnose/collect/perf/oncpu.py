@@ -29,6 +29,7 @@ from diagnose.collect.perf.record import (
     PerfCollectorBase,
     PerfRecord,
     demangling,
+    left_mangled,
     no_recording,
     ring_pages,
 )
@@ -81,7 +82,7 @@ class PerfCollector(PerfCollectorBase):
             tool, no_demangle = demangling(details)
             extra = ["--show-lost-events", *no_demangle]
             lines = rec.script("tid,time,event,ip,sym,dso", extra, SCRIPT_TIMEOUT)
-            n, lost, t_first, t_last, names = self._write(ctx, lines, tool)
+            n, lost, t_first, t_last, names, mangled = self._write(ctx, lines, tool)
         finally:
             rec.cleanup()
         chunks, error = rec.script_warnings()
@@ -109,11 +110,14 @@ class PerfCollector(PerfCollectorBase):
             problems.append(
                 f"the recording reached its {MAX_BYTES // 2**20} MB cap at {t_last:.1f} s"
             )
-        return self.conclude(ctx, problems, files, details, lost, recorded=n)
+        notes = [left_mangled(details)] if mangled else []
+        return self.conclude(ctx, problems, files, details, lost, recorded=n, notes=notes)
 
     def _write(
         self, ctx: CaptureContext, lines: Iterable[str], demangle_with: str | None = None
-    ) -> tuple[int, int, float | None, float | None, dict[int, str]]:
+    ) -> tuple[int, int, float | None, float | None, dict[int, str], bool]:
+        """Samples, lost events, first and last sample times, thread names, and whether
+        ``demangle_with`` failed (the frames are then left mangled)."""
         table = StackTable()
         counts: Counter[tuple[int, int]] = Counter()
         n = lost = 0
@@ -137,7 +141,7 @@ class PerfCollector(PerfCollectorBase):
                 n += 1
                 t_first = t if t_first is None else t_first
                 t_last = t
-        demangle_table(table, demangle_with)
+        mangled = demangle_table(table, demangle_with) is None
         with w.open_text("native/stacks.csv") as fh:
             cw = guarded_csv_writer(fh)
             cw.writerow(["stack_id", "frames"])
@@ -161,4 +165,4 @@ class PerfCollector(PerfCollectorBase):
                 unit="milliseconds",
             ),
         )
-        return n, lost, t_first, t_last, names
+        return n, lost, t_first, t_last, names, mangled

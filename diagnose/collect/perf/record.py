@@ -358,6 +358,16 @@ def demangling(details: dict[str, Any]) -> tuple[str | None, list[str]]:
     return tool, ["--no-demangle"] if tool else []
 
 
+def left_mangled(details: dict[str, Any]) -> str:
+    """The note of a recording whose ``c++filt`` run failed after its probe had passed, and
+    ``demangled_by`` in ``details`` set to say that nothing demangled its names."""
+    details["demangled_by"] = "none"
+    return (
+        "c++filt failed on this recording's names: its C++ and Rust frames are left mangled "
+        "(_ZN..., _R...); `c++filt` on a frame reads one"
+    )
+
+
 def target_cpu_seconds(pid: int) -> float | None:
     """The process's CPU time so far (user + system, all threads), or None if it is gone."""
     try:

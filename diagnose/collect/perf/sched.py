@@ -45,6 +45,7 @@ from diagnose.collect.perf.record import (
     PerfCollectorBase,
     PerfRecord,
     demangling,
+    left_mangled,
     no_recording,
     ring_pages,
 )
@@ -170,7 +171,7 @@ class PerfSchedCollector(PerfCollectorBase):
             return self.nothing_recorded(ctx, rec, error, nothing, files + tables, details)
         files += tables
         problems = []
-        notes = []
+        notes = [left_mangled(details)] if summary.mangled else []
         if summary.cut:
             details["converted_until_s"] = last
             notes.append(
@@ -227,6 +228,7 @@ def write_tables(
                              _r(row.dur), _r(row.ret), int(row.blocked), _r(row.waker),
                              _r(None if row.wake_t is None else row.wake_t - t0), sid])  # fmt: skip
     renames = demangle_table(table, demangle_with)
+    summary.mangled = renames is None
     if renames:
         folded = {tuple(renames.get(f, f) for f in key): ms for key, ms in folded.items()}
     with w.open_text("sched/stacks.csv") as fh:
