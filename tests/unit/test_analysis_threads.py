@@ -106,14 +106,15 @@ WAITER_STACK = ("main (app.py:1)", "worker (app.py:10)")  # waiting at `with LOC
 MUTEX_STACK = ("start_thread (libc.so.6)", "__lll_lock_wait (libc.so.6)")
 
 
-def lock_and_mutex(with_perf: bool) -> BundleData:
+def lock_and_mutex(with_perf: bool, unseen: tuple[int, ...] = ()) -> BundleData:
     """One Python thread running 1 s inside `with LOCK:` while three others wait for LOCK
-    (futex 0xa), and two native threads blocked on a C mutex (futex 0xb) the whole time."""
+    (futex 0xa), and two native threads blocked on a C mutex (futex 0xb) the whole time;
+    ``unseen``: more native threads /proc saw blocked on 0xb, whose waits perf missed."""
     running = [round(0.1 * i, 9) for i in range(11)]
     rows = ticks(1, running, state="R")
     for tid in (2, 3, 4):
         rows += ticks(tid, [0.0] * 11, state="S", syscall=FUTEX, arg0="0xa")
-    for tid in (10, 11):
+    for tid in (10, 11, *unseen):
         rows += ticks(tid, [0.0] * 11, state="S", syscall=FUTEX, arg0="0xb", comm="pool")
     intervals = [(1, 0.0, 1.05, 1)] + [(tid, 0.0, 1.05, 0) for tid in (2, 3, 4)]
     perf = {}
@@ -168,8 +169,9 @@ def test_the_native_mutex_is_a_hot_spot_of_its_own_with_perf_s_view():
 
 @pytest.mark.parametrize("chunk_rows", [1, 12, 30])
 def test_threads_accounted_a_few_at_a_time_give_the_same_tables(monkeypatch, chunk_rows):
-    # GIVEN six threads (11 ticks each), Python lock waits and native mutex waits perf saw
-    data = lock_and_mutex(with_perf=True)
+    # GIVEN seven threads (11 ticks each), Python lock waits and native mutex waits perf
+    # saw, and a native thread /proc saw on the same mutex whose waits perf missed
+    data = lock_and_mutex(with_perf=True, unseen=(12,))
     futex = futex_waits(data, FR)
     whole = thread_time(data, FR, futex)
     # WHEN the /proc rows are accounted in chunks of whole threads (one thread, a few, all)
@@ -181,3 +183,7 @@ def test_threads_accounted_a_few_at_a_time_give_the_same_tables(monkeypatch, chu
     pd.testing.assert_frame_equal(whole.per_thread, parts.per_thread)
     assert parts.native_mutex_s == pytest.approx(whole.native_mutex_s) and whole.native_mutex_s > 0
     assert parts.window == whole.window
+    # AND the mutex perf found through threads 10 and 11 is one for thread 12 too, whichever
+    # chunk it is accounted in
+    per = parts.per_thread.set_index("tid")
+    assert per.loc[12, "lock"] == pytest.approx(1.0) and per.loc[12, "idle"] == 0
