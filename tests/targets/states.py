@@ -3,11 +3,14 @@
 - "spinner": a busy loop (state R, utime rising);
 - "holder": takes LOCK and sleeps with it;
 - "waiter-0..2": block on LOCK (three threads, one futex address up to Python 3.12);
-- "late": started after --late seconds, busy for a while.
+- "late": started after --late seconds, busy for a while in hashing, which releases the GIL (a
+  Python busy loop would take turns with the spinner for the GIL, and the spinner would wait in
+  state S half the time).
 Prints "ready" once every thread is started; exits after --seconds.
 """
 
 import argparse
+import hashlib
 import sys
 import threading
 import time
@@ -40,9 +43,9 @@ def waiter():
 
 def late():
     end = time.time() + 3
-    x = 0
+    block = b"x" * (1 << 20)
     while time.time() < end and not stop.is_set():
-        x += 1
+        hashlib.sha256(block).digest()
     stop.wait()
 
 
