@@ -62,6 +62,7 @@ class Child:
         cwd: str | None = None,
         stdout_pipe: bool = False,
         label: str = "",
+        env: dict[str, str] | None = None,
     ) -> None:
         self.argv = list(argv)
         #: what this helper does, as diagnose's CPU accounting names it (collect/toolcpu.py)
@@ -84,6 +85,7 @@ class Child:
             stderr=fd,
             cwd=cwd,
             pass_fds=anchored_fds(self.argv),
+            env=env,
         )
         with _LIVE_LOCK:
             _LIVE[self.proc] = self.label

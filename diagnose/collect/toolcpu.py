@@ -21,7 +21,8 @@ OWN = "diagnose"
 ENDED = "diagnose (ended threads)"
 
 
-def _cpu_of(path: str) -> float | None:
+def cpu_of(path: str) -> float | None:
+    """User + system CPU seconds of the /proc ``stat`` file at ``path`` (None: unreadable)."""
     try:
         with open(path, "rb") as fh:
             st = parse_stat(fh.read().decode("utf-8", "replace"))
@@ -46,9 +47,9 @@ class ToolCpu:
 
     def total(self) -> float:
         """diagnose's process (every thread, ended ones included) plus every helper's CPU."""
-        own = _cpu_of("/proc/self/stat") or 0.0
+        own = cpu_of("/proc/self/stat") or 0.0
         for pid, label in live_helpers():
-            cpu = _cpu_of(f"/proc/{pid}/stat")
+            cpu = cpu_of(f"/proc/{pid}/stat")
             if cpu is not None:
                 before = self._helpers.get(pid, (label, 0.0))[1]
                 self._helpers[pid] = (label, max(before, cpu))
@@ -66,10 +67,10 @@ class ToolCpu:
         except OSError:
             tids = []
         for tid in tids:
-            cpu = _cpu_of(f"/proc/self/task/{tid}/stat")
+            cpu = cpu_of(f"/proc/self/task/{tid}/stat")
             if cpu is not None:
                 out[("thread", tid)] = (thread_label(names.get(tid, "other threads")), cpu)
-        return _cpu_of("/proc/self/stat") or 0.0, out
+        return cpu_of("/proc/self/stat") or 0.0, out
 
     def mark_start(self) -> None:
         """The window opened: parts are counted from here."""

@@ -21,6 +21,7 @@ import pytest
 
 from diagnose.bundle import Bundle
 from diagnose.collect.base import CaptureOptions
+from diagnose.collect.perf import pollfix
 from diagnose.collect.perf import sched as sched_mod
 from diagnose.collect.session import capture
 from diagnose.report import diagnose
@@ -262,3 +263,47 @@ def test_perf_never_outlives_a_killed_diagnose(tmp_path):
         # AND the target keeps running, not stopped
         assert proc.poll() is None
         assert psutil.Process(proc.pid).status() != psutil.STATUS_STOPPED
+
+
+def _thread_exits_capture(tmp: Path) -> tuple[Bundle, float]:
+    """A capture of a target one of whose threads, there when perf attached, exits during
+    the window (a thread pool dropping an idle worker); and when /proc last saw it."""
+    argv = [sys.executable, str(TARGETS / "thread_exits.py"), "--exit-after", "2"]
+    b = capture_of(tmp, argv, duration=5)
+    threads = pd.read_csv(b.path("proc/threads.csv"))
+    names = pd.read_csv(b.path("python/threads.csv"))
+    pool = int(names.loc[names["name"] == "pool-worker", "tid"].iloc[0])
+    gone_at = float(threads.loc[threads["tid"] == pool, "t"].max())
+    cap = b.manifest.capture
+    assert gone_at < cap.window_start_s + (cap.duration_actual or 0) - 1.5  # inside the window
+    return b, gone_at
+
+
+@pytest.mark.skipif(pollfix.preload() is None, reason=f"no poll() fix: {pollfix.why_not()}")
+def test_perf_keeps_recording_after_a_thread_of_the_target_exits(tmp_path):
+    # GIVEN perf with the poll() that leaves the exited thread's event out
+    b, gone_at = _thread_exits_capture(tmp_path)
+    window_end = b.manifest.capture.window_start_s + (b.manifest.capture.duration_actual or 0)
+    for name in ("perf", "perf_sched"):
+        rec = b.manifest.collectors[name]
+        assert rec.details["poll_fix"] == "preloaded"
+        # THEN it neither spins nor is stopped: it records to the end of the window
+        assert "busy_loop_stopped" not in rec.details, rec.reason
+        assert "busy-looping" not in rec.reason
+    assert b.manifest.collectors["perf"].details["last_s"] > max(gone_at + 1.5, window_end - 1.0)
+
+
+def test_a_perf_that_busy_loops_after_a_thread_exits_is_stopped(tmp_path, monkeypatch):
+    # GIVEN perf as it is (no C compiler to build the poll() fix): once the thread exits,
+    # perf polls its event in a loop, a core per perf process
+    monkeypatch.setattr(pollfix, "preload", lambda timeout=5.0: None)
+    b, gone_at = _thread_exits_capture(tmp_path)
+    for name in ("perf", "perf_sched"):
+        rec = b.manifest.collectors[name]
+        assert rec.details["poll_fix"].startswith("none")
+        # THEN the watchdog stops each perf within seconds of the exit, and says so
+        assert rec.status.value == "partial" and "busy-looping" in rec.reason, rec.reason
+        stopped = rec.details["busy_loop_stopped"]["at_s"]
+        assert gone_at - 0.5 < stopped < gone_at + 3.0, (gone_at, stopped)
+        # and what perf recorded before is kept
+        assert rec.details["first_s"] is not None and rec.details["first_s"] < stopped

@@ -12,6 +12,7 @@ import pytest
 
 from diagnose.bundle.manifest import CollectorStatus
 from diagnose.collect.perf.oncpu import PerfCollector
+from diagnose.collect.perf.record import PerfRecord
 
 WROTE = (
     "[ perf record: Woken up 1 times to write data ]\n"
@@ -21,7 +22,15 @@ IDLE = "no on-CPU samples: no thread of the target ran on a CPU (an idle target)
 
 
 def judge(
-    stderr=WROTE, cpu=0.0, started=0.3, window=10.0, exited=False, error="", rc=0, opened=0.0
+    stderr=WROTE,
+    cpu=0.0,
+    started=0.3,
+    window=10.0,
+    exited=False,
+    error="",
+    rc=0,
+    opened=0.0,
+    spun=None,
 ):
     # the window opened ``opened`` s after the capture's start and lasted ``window`` s;
     # perf said it recorded ``started`` s after the capture's start
@@ -34,7 +43,14 @@ def judge(
     if exited:
         ctx.target_exited.set()
     rec = SimpleNamespace(
-        stderr=lambda: stderr, target_cpu_used=lambda: cpu, started_t=started, rc=rc
+        stderr=lambda: stderr,
+        target_cpu_used=lambda: cpu,
+        started_t=started,
+        rc=rc,
+        poll_fix="preloaded",
+        spun=spun,
+        spin_problem=lambda: PerfRecord.spin_problem(rec),  # type: ignore[arg-type]
+        ctx=ctx,
     )
     return PerfCollector().nothing_recorded(ctx, rec, error, IDLE, [], {})  # type: ignore[arg-type]
 
@@ -79,3 +95,12 @@ def test_perf_s_own_errors_stay_failures():
     assert early.status is CollectorStatus.FAILED
     assert early.reason.startswith("perf was stopped before it had started recording")
     assert "exit status 1" in judge(stderr="", rc=1).reason
+
+
+def test_a_perf_stopped_busy_looping_before_any_sample_says_so():
+    # the watchdog stopped perf 1.2 s into a window that opened 0.5 s after the start, before
+    # the target ran: not an idle target, a recording cut short by perf's own loop
+    r = judge(cpu=0.0, opened=0.5, spun=(1.7, 0.93))
+    assert r.status == CollectorStatus.FAILED
+    assert r.reason.startswith("perf was stopped 1.2 s into the window: it used 0.93 cores")
+    assert r.details["poll_fix"] == "preloaded"

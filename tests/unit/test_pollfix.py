@@ -1,0 +1,85 @@
+"""The poll() diagnose preloads into perf (diagnose/collect/perf/pollfix.py), called directly:
+entries set aside with events = 0 report nothing, whatever the kernel says of them."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import select
+
+import pytest
+
+from diagnose.collect.perf import pollfix
+
+
+class PollFd(ctypes.Structure):
+    _fields_ = [("fd", ctypes.c_int), ("events", ctypes.c_short), ("revents", ctypes.c_short)]
+
+
+@pytest.fixture(scope="module")
+def fixed_poll():
+    lib = pollfix.preload(timeout=30)
+    if lib is None:
+        pytest.skip(f"no poll() fix here: {pollfix.why_not()}")
+    poll = ctypes.CDLL(lib).poll
+    poll.argtypes = [ctypes.POINTER(PollFd), ctypes.c_ulong, ctypes.c_int]
+    poll.restype = ctypes.c_int
+    return poll
+
+
+def hung_up() -> int:
+    """A descriptor the kernel reports POLLHUP for (a pipe whose writer is closed)."""
+    r, w = os.pipe()
+    os.close(w)
+    return r
+
+
+def readable() -> int:
+    r, w = os.pipe()
+    os.write(w, b"x")
+    return r
+
+
+def test_an_entry_set_aside_reports_nothing_and_does_not_wake_poll(fixed_poll):
+    fds = (PollFd * 2)(PollFd(hung_up(), 0, 0), PollFd(hung_up(), 0, 0))
+    # the kernel's poll() returns at once for such entries (perf's busy loop) ...
+    assert fixed_poll(fds, 2, 50) == 0  # ... this one waits out its timeout: nothing ready
+    assert [f.revents for f in fds] == [0, 0]
+
+
+def test_the_other_entries_are_polled_as_usual(fixed_poll):
+    hup, ready, idle_r = hung_up(), readable(), os.pipe()[0]
+    fds = (PollFd * 4)(
+        PollFd(hup, 0, 0),  # set aside
+        PollFd(ready, select.POLLIN, 0),
+        PollFd(hung_up(), select.POLLIN, 0),  # asked for: its POLLHUP is reported
+        PollFd(idle_r, select.POLLIN, 0),
+    )
+    assert fixed_poll(fds, 4, 1000) == 2
+    assert fds[0].revents == 0
+    assert fds[1].revents & select.POLLIN
+    assert fds[2].revents & select.POLLHUP
+    assert fds[3].revents == 0
+
+
+def test_more_entries_than_the_stack_holds(fixed_poll):
+    n = 150  # over the 64 the library keeps on the stack: the heap path
+    fds = (PollFd * n)(*[PollFd(hung_up(), 0 if i % 3 else select.POLLIN, 0) for i in range(n)])
+    asked = sum(1 for i in range(n) if i % 3 == 0)
+    assert fixed_poll(fds, n, 0) == asked
+    for i, f in enumerate(fds):
+        assert bool(f.revents & select.POLLHUP) == (i % 3 == 0), i
+
+
+def test_perf_gets_the_library_before_any_preload_already_set(monkeypatch):
+    monkeypatch.setenv("LD_PRELOAD", "/opt/other.so")
+    assert pollfix.environment("/x/pollfix.so")["LD_PRELOAD"] == "/x/pollfix.so /opt/other.so"
+    monkeypatch.delenv("LD_PRELOAD")
+    assert pollfix.environment("/x/pollfix.so")["LD_PRELOAD"] == "/x/pollfix.so"
+
+
+def test_no_compiler_means_no_library_and_says_why(monkeypatch):
+    monkeypatch.setattr(pollfix.shutil, "which", lambda name: None)
+    build = pollfix._Build()
+    assert build.wait(5) is None
+    assert "no C compiler" in build.why_not
