@@ -44,6 +44,7 @@ from diagnose.collect.base import (
 )
 from diagnose.collect.budget import Plan, Rates, default_budget, plan_rates
 from diagnose.collect.child import kill_all_children
+from diagnose.collect.perf import pollfix
 from diagnose.collect.redact import redact_argv
 from diagnose.collect.registry import build_collectors
 from diagnose.collect.system import cpu_capacity
@@ -209,6 +210,8 @@ def capture(
     window there, so the collectors' start-up does not fall into it. It must not raise.
     """
     validate_options(options)
+    if options.collectors is None or {"perf", "perf_sched"} & set(options.collectors):
+        pollfix.prepare()  # built while the target is resolved and the collectors probe
     target = resolve_target(pid, follow_children)
     check_trace_access(target.pid)
     lock = _TargetLock(target.pid)

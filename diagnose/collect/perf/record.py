@@ -72,6 +72,9 @@ SPIN_CORES = 0.15
 #: ... at this many checks in a row, this many seconds apart, is stopped
 SPIN_CHECKS = 2
 SPIN_CHECK_S = 0.5
+#: a perf without -D says nothing when it records: its set-up (1.6-3 s on a busy 2-core host)
+#: is not watched for this long
+SETUP_S = 5.0
 
 
 def ring_pages(per_cpu_bytes: int, total_bytes: int = 64 * 2**20) -> int:
@@ -157,8 +160,8 @@ class PerfRecord:
             now = time.monotonic()
             if now >= self.ctx.deadline or child.poll() is not None:
                 return  # the window is over: perf writes its file, which is busy too
-            if self.delayed and self.recording_at is None:
-                continue
+            if self.recording_at is None and (self.delayed or now < child.started + SETUP_S):
+                continue  # setting up: with -D until perf says it records, else SETUP_S
             cpu = cpu_of(stat)
             if cpu is None:
                 return
