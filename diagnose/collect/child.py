@@ -63,6 +63,7 @@ class Child:
         stdout_pipe: bool = False,
         label: str = "",
         env: dict[str, str] | None = None,
+        pass_fds: Sequence[int] = (),
     ) -> None:
         self.argv = list(argv)
         #: what this helper does, as diagnose's CPU accounting names it (collect/toolcpu.py)
@@ -84,7 +85,7 @@ class Child:
             stdout=subprocess.PIPE if stdout_pipe else fd,
             stderr=fd,
             cwd=cwd,
-            pass_fds=anchored_fds(self.argv),
+            pass_fds=tuple(sorted({*anchored_fds(self.argv), *pass_fds})),
             env=env,
         )
         with _LIVE_LOCK:

@@ -12,8 +12,10 @@ The fix is a ``poll()`` that leaves the entries perf set aside (``events == 0``)
 call and reports nothing for them, loaded into perf with ``LD_PRELOAD``: perf then sleeps
 in ``poll()`` as it does before any thread exits (0.15 CPU-s in the same 4 s recording).
 It is compiled from :data:`SOURCE` once per diagnose process, with the host's C compiler
-(``cc``), into a private directory of its own (mode 0700, removed at exit): nothing another
-user can write is ever loaded. Without a compiler (or where the build fails) perf runs as it
+(``cc``), into a private directory of its own (mode 0700, removed at exit) held open by
+descriptor (``bundle/safedir.py``): the compiler's temporary files go there too, and the
+compiler and perf reach it through ``/proc/self/fd/N`` paths, so nothing another user can
+write or swap in (a ``$TMPDIR`` of theirs included) is ever loaded into a perf run as root. Without a compiler (or where the build fails) perf runs as it
 is, and the busy-loop watchdog of :mod:`diagnose.collect.perf.record` stops a perf that
 spins (its recording until then is kept); the collectors say which of the two applied.
 """
@@ -29,6 +31,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from diagnose.bundle.safedir import ANCHOR, SafeDir, write_all
 from diagnose.spawn import run
 
 SOURCE = r"""
@@ -92,7 +95,8 @@ class _Build:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.thread: threading.Thread | None = None
-        self.path: str | None = None
+        self.path: str | None = None  # /proc/self/fd/N/pollfix.so
+        self.work: SafeDir | None = None  # N
         self.why_not = ""
 
     def start(self) -> None:
@@ -108,21 +112,31 @@ class _Build:
         if cc is None:
             self.why_not = "no C compiler (cc) to build it"
             return
-        work = tempfile.mkdtemp(prefix="diagnose-pollfix-")  # 0700, this user's
-        atexit.register(shutil.rmtree, work, True)
-        src, lib = Path(work, "pollfix.c"), Path(work, "pollfix.so")
-        src.write_text(SOURCE, encoding="utf-8")
-        argv = [cc, "-O2", "-shared", "-fPIC", "-o", str(lib), str(src), "-ldl"]
         try:
-            done = run(argv, timeout=BUILD_TIMEOUT_S)
+            work = SafeDir.create(Path(tempfile.gettempdir(), "diagnose-pollfix"), True)
+            atexit.register(_remove, work)
+            fd = work.create_file("pollfix.c")
+            try:
+                write_all(fd, SOURCE.encode())
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            self.why_not = f"no private directory to build it in: {exc}"
+            return
+        lib = str(work.anchored("pollfix.so"))
+        argv = [cc, "-O2", "-shared", "-fPIC", "-o", lib, str(work.anchored("pollfix.c")), "-ldl"]
+        env = dict(os.environ, TMPDIR=f"{ANCHOR}{work.fd}")
+        try:
+            done = run(argv, timeout=BUILD_TIMEOUT_S, pass_fds=(work.fd,), env=env)
         except (OSError, subprocess.TimeoutExpired) as exc:
             self.why_not = f"{Path(cc).name} failed: {exc}"
             return
-        if done.returncode != 0 or not lib.is_file():
+        if done.returncode != 0 or not work.is_file("pollfix.so"):
             last = (done.stderr or "").strip().splitlines()[-1:] or [f"exit {done.returncode}"]
             self.why_not = f"{Path(cc).name} failed: {last[0][:200]}"
             return
-        self.path = str(lib)
+        self.work = work
+        self.path = lib
 
     def wait(self, timeout: float) -> str | None:
         self.start()
@@ -150,6 +164,19 @@ def preload(timeout: float = 5.0) -> str | None:
 
 def why_not() -> str:
     return _BUILD.why_not
+
+
+def fds() -> tuple[int, ...]:
+    """The descriptor the library's path goes through, for perf to inherit."""
+    return (_BUILD.work.fd,) if _BUILD.work is not None else ()
+
+
+def _remove(work: SafeDir) -> None:
+    for name in ("pollfix.so", "pollfix.c"):
+        with contextlib.suppress(OSError):
+            work.unlink(name)
+    work.discard()
+    work.close()
 
 
 def environment(lib: str) -> dict[str, str]:

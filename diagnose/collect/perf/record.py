@@ -143,6 +143,7 @@ class PerfRecord:
             self.ctx.writer.path(self.stderr_rel),
             label=f"perf record {self.subdir}",
             env=pollfix.environment(lib) if lib else None,
+            pass_fds=pollfix.fds() if lib else (),
         )
         threading.Thread(
             target=self._watch, name=f"diagnose-perf-watch-{self.subdir}", daemon=True
