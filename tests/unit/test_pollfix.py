@@ -6,6 +6,9 @@ from __future__ import annotations
 import ctypes
 import os
 import select
+import stat
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -83,3 +86,30 @@ def test_no_compiler_means_no_library_and_says_why(monkeypatch):
     build = pollfix._Build()
     assert build.wait(5) is None
     assert "no C compiler" in build.why_not
+
+
+def test_the_library_perf_loads_cannot_be_swapped_through_a_shared_tmpdir(tmp_path, monkeypatch):
+    # GIVEN a $TMPDIR every user may write into (sudo -E keeps a user's)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setattr(tempfile, "tempdir", str(shared))
+    build = pollfix._Build()
+    lib = build.wait(30)
+    if lib is None:
+        pytest.skip(f"no poll() fix here: {build.why_not}")
+    assert build.work is not None
+    # THEN it is built in a directory of ours only, reached through its descriptor
+    assert lib.startswith(f"/proc/self/fd/{build.work.fd}/")
+    st = os.fstat(build.work.fd)
+    assert st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) == 0o700
+    real = Path(lib).read_bytes()
+    assert real[:4] == b"\x7fELF"
+    # WHEN another user moves that directory aside and plants their own library in its place
+    (built,) = [p for p in shared.iterdir() if p.name.startswith("diagnose-pollfix")]
+    built.rename(shared / "aside")
+    built.mkdir()
+    (built / "pollfix.so").write_bytes(b"planted")
+    # THEN the path perf is given still reaches the library diagnose built
+    assert Path(lib).read_bytes() == real
+    assert pollfix.environment(lib)["LD_PRELOAD"].startswith(lib)
