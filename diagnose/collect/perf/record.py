@@ -23,11 +23,12 @@ Common options, and why:
 **A perf that busy-loops is stopped.** When a thread of the target that was there when perf
 attached exits, perf 6.1 polls that thread's event in a tight loop: a whole core per perf
 process until it ends (:mod:`diagnose.collect.perf.pollfix` says why, and prevents it where
-a C compiler is at hand). A watchdog reads each perf's CPU time every
-:data:`SPIN_CHECK_S`; a perf that used :data:`SPIN_CORES` or more at :data:`SPIN_CHECKS`
-checks in a row, once it records, is stopped: what it recorded until then is kept and
-converted, and the collector says when and why it stopped (a recording perf uses 0.005
-cores here, beside a torch service tracing 90,000 scheduler events a second).
+a C compiler is at hand). A watchdog reads each perf's CPU time and sleeps (voluntary
+context switches) every :data:`SPIN_CHECK_S`; a perf that used :data:`SPIN_CORES` or more
+without sleeping at :data:`SPIN_CHECKS` checks in a row, once it records, is stopped: what
+it recorded until then is kept and converted, and the collector says when and why it
+stopped. (A recording perf used 0.005 cores and slept 7.5 times a second beside a torch
+service, tracing 90,000 scheduler events a second; a looping one never sleeps.)
 
 The recording goes to a hidden file inside the bundle (so the disk budget counts it) and
 is deleted once converted; a capture killed before that leaves it behind.
@@ -59,6 +60,7 @@ from diagnose.collect.perf.probe import (
     explain,
     unavailable_reason,
 )
+from diagnose.collect.procfs import parse_status
 from diagnose.collect.toolcpu import cpu_of
 from diagnose.formats.demangle import probe as demangler
 
@@ -69,6 +71,9 @@ NO_PROCESS = re.compile(r"no such process", re.I)
 
 #: the busy-loop watchdog (module docstring): a perf using this many cores or more ...
 SPIN_CORES = 0.15
+#: ... while it slept (voluntary context switches) at most this often between two checks
+#: (a looping perf: never; one draining a torch service's scheduler trace: about 4 times)
+SPIN_MAX_SLEEPS = 1
 #: ... at this many checks in a row, this many seconds apart, is stopped
 SPIN_CHECKS = 2
 SPIN_CHECK_S = 0.5
@@ -154,8 +159,8 @@ class PerfRecord:
         (kallsyms, the target's maps) is legitimately busy."""
         child = self.child
         assert child is not None
-        stat = f"/proc/{child.pid}/stat"
-        last: tuple[float, float] | None = None  # (monotonic, CPU s)
+        stat, status = f"/proc/{child.pid}/stat", f"/proc/{child.pid}/status"
+        last: tuple[float, float, int] | None = None  # (monotonic, CPU s, sleeps)
         over = 0
         while child.poll() is None and not self.ctx.stop_event.wait(SPIN_CHECK_S):
             now = time.monotonic()
@@ -163,17 +168,20 @@ class PerfRecord:
                 return  # the window is over: perf writes its file, which is busy too
             if self.recording_at is None and (self.delayed or now < child.started + SETUP_S):
                 continue  # setting up: with -D until perf says it records, else SETUP_S
-            cpu = cpu_of(stat)
-            if cpu is None:
+            cpu, sleeps = cpu_of(stat), _sleeps(status)
+            if cpu is None or sleeps is None:
                 return
             if last is not None and now > last[0]:
                 cores = (cpu - last[1]) / (now - last[0])
-                over = over + 1 if cores >= SPIN_CORES else 0
+                # a perf draining a busy trace uses CPU too, but sleeps in poll() between
+                # wake-ups; the loop never sleeps
+                looping = cores >= SPIN_CORES and sleeps - last[2] <= SPIN_MAX_SLEEPS
+                over = over + 1 if looping else 0
                 if over >= SPIN_CHECKS:
                     self.spun = (round(self.ctx.elapsed(), 2), round(cores, 2))
                     self.stop()
                     return
-            last = (now, cpu)
+            last = (now, cpu, sleeps)
 
     def spin_problem(self) -> str:
         """The collector's reason when the watchdog stopped this perf ('' when it did not)."""
@@ -445,6 +453,15 @@ def left_mangled(details: dict[str, Any]) -> str:
         "c++filt failed on this recording's names: its C++ and Rust frames are left mangled "
         "(_ZN..., _R...); `c++filt` on a frame reads one"
     )
+
+
+def _sleeps(status: str) -> int | None:
+    """Voluntary context switches of the thread whose /proc ``status`` file this is."""
+    try:
+        with open(status, encoding="utf-8", errors="replace") as fh:
+            return int(parse_status(fh.read()).get("voluntary_ctxt_switches", ""))
+    except (OSError, ValueError):
+        return None
 
 
 def target_cpu_seconds(pid: int) -> float | None:
