@@ -99,9 +99,12 @@ def test_native_samples_are_on_the_bundle_clock(lock_bundle):
     began, until = lock_bundle.manifest.collectors["perf"].details["recording_s"]
     assert len(ns) > 50
     # perf starts with its events off and says when it turns them on: no sample before
-    # that, and the window opened only once it (and every other collector) recorded
+    # that, and the window opened only once it (and every other collector) recorded. It
+    # prints the line after turning them on: on a loaded host it can be scheduled out in
+    # between (its first sample came 0.12 s before the line in a CI run beside another),
+    # while its set-up without -D would take seconds
     assert 0 < began <= cap.window_start_s and until == pytest.approx(end, abs=0.01)
-    assert ns["t"].min() >= began - 0.01
+    assert ns["t"].min() >= began - 0.5
     # the window ends when perf is told to stop; it takes a moment to (under load)
     assert ns["t"].max() <= end + 1.0
     py = set(pd.read_csv(lock_bundle.path("python/threads.csv"))["tid"])
