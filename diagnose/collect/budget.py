@@ -18,12 +18,20 @@ by part) and the report shows both: the plan is an estimate, the measurement is 
 
 The default budget is 2.5% of the cores the target may use (cgroup quota included), at
 least 0.05 of a core: 0.05 on 2 cores, 0.4 on 16.
+
+The plan's unit costs are measured on shallow stacks; py-spy's cost grows with the depth of
+the stacks it reads (a FastAPI event loop's, 40-60 frames: about 0.9 ms per sample of that
+thread against 165 us), so the plan can be several times low. py-spy's real CPU is
+therefore measured once, :data:`REPLAN_AFTER_S` after it starts sampling, and when it uses
+more than :data:`OVERSPEND` times what the budget leaves it, :func:`replan_pyspy` lowers its
+rate in proportion (never below its floor) and py-spy is restarted at that rate for the
+rest of the window (collect/pyspy.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 #: the default budget: this share of the cores available, and never less than MIN_BUDGET
 BUDGET_SHARE = 0.025
@@ -33,6 +41,14 @@ MIN_BUDGET = 0.05
 MIN_PYSPY_RATE = 10
 MIN_GIL_RATE = 10
 MIN_PROC_RATE = 5
+
+#: py-spy's cost is measured over its first seconds of sampling, then compared with what
+#: the budget leaves it; more than OVERSPEND times that lowers its rate
+REPLAN_AFTER_S = 2.0
+OVERSPEND = 1.25
+#: a restart costs a moment without Python samples (py-spy attaches again, 0.1-0.3 s): only
+#: worth it with this much of the window left (and, by OVERSPEND, a rate cut by a fifth)
+REPLAN_MIN_LEFT_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -71,6 +87,8 @@ class Plan:
     asked: Rates
     rates: Rates
     estimated_cores: float  # the samplers' CPU at ``rates``, from COSTS
+    #: why py-spy's rate was lowered during the capture, from its measured cost ("" if not)
+    remeasured: str = ""
 
     @property
     def thinned(self) -> list[str]:
@@ -78,6 +96,7 @@ class Plan:
         names = (("py-spy", "pyspy"), ("GIL sampler", "gil"), ("/proc sampler", "proc"))
         return [
             f"{label} {getattr(self.asked, key)} -> {getattr(self.rates, key)} Hz"
+            + (f" ({self.remeasured})" if key == "pyspy" and self.remeasured else "")
             for label, key in names
             if getattr(self.rates, key) != getattr(self.asked, key)
         ]
@@ -153,6 +172,34 @@ def plan_rates(
         else:
             hi = mid
     return plan(scaled(lo))
+
+
+def pyspy_allowance(plan: Plan, costs: Costs = COSTS) -> float:
+    """The cores the budget leaves py-spy beside the plan's other samplers and diagnose's
+    own threads (0 when they alone exceed it)."""
+    others = estimate(Rates(0, plan.rates.gil, plan.rates.proc), plan.threads, costs)
+    return max(0.0, plan.budget_cores - others)
+
+
+def replan_pyspy(
+    plan: Plan, measured_cores: float, at_s: float, keep: bool = False, costs: Costs = COSTS
+) -> Plan | None:
+    """The plan with py-spy's rate lowered to fit what the budget leaves it, given the
+    ``measured_cores`` py-spy really used at the plan's rate (``at_s``: seconds into the
+    window, for the note); None when it fits within OVERSPEND, when the user chose the rate,
+    when py-spy is at its floor already or there is no budget."""
+    rate = plan.rates.pyspy
+    if keep or plan.budget_cores <= 0 or measured_cores <= 0 or rate <= MIN_PYSPY_RATE:
+        return None
+    allowed = pyspy_allowance(plan, costs)
+    if measured_cores <= allowed * OVERSPEND:
+        return None
+    new = max(MIN_PYSPY_RATE, int(rate * allowed / measured_cores))
+    note = (
+        f"measured {at_s:.1f} s into the window: it used {measured_cores:.3f} cores at "
+        f"{rate} Hz where the budget leaves it {allowed:.3f}"
+    )
+    return replace(plan, rates=replace(plan.rates, pyspy=new), remeasured=note)
 
 
 def _fit(high: int, low: int, fits: Callable[[int], bool]) -> int:

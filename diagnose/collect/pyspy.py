@@ -28,13 +28,16 @@ import sys
 import threading
 import time
 from array import array
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
 from diagnose.bundle.writer import guarded_csv_writer
 from diagnose.collect.base import CaptureContext, Collector, CollectorFailed, covered_most
+from diagnose.collect.budget import REPLAN_AFTER_S, REPLAN_MIN_LEFT_S, replan_pyspy
 from diagnose.collect.child import Child
+from diagnose.collect.toolcpu import cpu_of
 from diagnose.formats.pyspy import (
     FormatError,
     chrometrace_intervals,
@@ -73,7 +76,11 @@ def pyspy_version(binary: str) -> str:
 
 
 class _ChunkedPySpy:
-    """Runs py-spy in consecutive chunks until the deadline or a stop."""
+    """Runs py-spy in consecutive chunks until the deadline or a stop.
+
+    ``check``: called once, :data:`~diagnose.collect.budget.REPLAN_AFTER_S` after py-spy
+    starts sampling, with the cores py-spy used since; True ends the chunk there (the next
+    starts at once, with the argv then in force: a lower rate)."""
 
     def __init__(self, name: str, argv_for: object, ctx: CaptureContext, suffix: str) -> None:
         self.name = name
@@ -86,6 +93,7 @@ class _ChunkedPySpy:
         self.recording_at: float | None = None  # monotonic time py-spy said it samples
         self.settled = threading.Event()  # sampling, or the first py-spy ended without
         self.thread = threading.Thread(target=self._run, name=f"diagnose-{name}", daemon=True)
+        self.check: Callable[[float], bool] | None = None
 
     def start(self) -> None:
         self.thread.start()
@@ -124,7 +132,7 @@ class _ChunkedPySpy:
                     # one timed wait on an event, not Popen.wait's polling (about 70 wake-ups
                     # a second, 0.006 of a core per py-spy): a stop, the window's end or
                     # py-spy's exit is seen within SETTLED_POLL_S
-                    until = min(chunk_cap, ctx.deadline) - time.monotonic()
+                    until = min(chunk_cap, ctx.deadline, self._check_at) - time.monotonic()
                     self._stop.wait(max(0.0, min(SETTLED_POLL_S, until)))
                     rc = child.poll()
                 else:
@@ -135,6 +143,10 @@ class _ChunkedPySpy:
                 if not self.settled.is_set() and SAMPLING in child.stderr_text(4096):
                     self.recording_at = time.monotonic()
                     self.settled.set()
+                    self._arm_check(child.pid)
+                if self._checked(child.pid):
+                    rc = child.stop()
+                    break
                 if (
                     self._stop.is_set()
                     or ctx.stop_event.is_set()
@@ -151,6 +163,28 @@ class _ChunkedPySpy:
                 break  # py-spy failed: starting again would fail again
             if ctx.target_exited.is_set():
                 break
+
+    _check_at = math.inf  # monotonic time of the cost check (inf: none pending)
+    _check_cpu: float | None = None  # py-spy's CPU seconds when it started sampling
+
+    def _arm_check(self, pid: int) -> None:
+        if self.check is not None and not self.chunks:  # the first chunk only
+            self._check_cpu = cpu_of(f"/proc/{pid}/stat")
+            self._check_at = time.monotonic() + REPLAN_AFTER_S
+
+    def _checked(self, pid: int) -> bool:
+        """At the check's time: whether ``check`` ends this chunk (py-spy's cores so far)."""
+        now = time.monotonic()
+        if now < self._check_at:
+            return False
+        start, begun = self._check_cpu, self._check_at - REPLAN_AFTER_S
+        self._check_at = math.inf  # once
+        cpu = cpu_of(f"/proc/{pid}/stat")
+        if self.check is None or start is None or cpu is None:
+            return False
+        if self.ctx.deadline - now < REPLAN_MIN_LEFT_S:
+            return False  # too little window left for a restart to pay
+        return self.check((cpu - start) / max(1e-3, now - begun))
 
     def join(self, timeout: float) -> None:
         self.thread.join(timeout)
@@ -210,6 +244,13 @@ class PySpyCollector(_PySpyBased):
     description = "Python stacks of every thread (py-spy, nonblocking by default)"
     rate = 100
 
+    def __init__(self) -> None:
+        super().__init__()
+        #: (seconds since t0 from which, rate): the first, and one more when the cost
+        #: check lowered it
+        self.rates: list[tuple[float, int]] = []
+        self.measured_cores: float | None = None  # py-spy's cores at the cost check
+
     def _argv(self, ctx: CaptureContext) -> object:
         binary = self.binary
         assert binary is not None
@@ -242,8 +283,25 @@ class PySpyCollector(_PySpyBased):
 
     def start(self, ctx: CaptureContext) -> None:
         self.rate = ctx.rates().pyspy
+        self.rates = [(0.0, self.rate)]
         self.runner = _ChunkedPySpy("trace", self._argv(ctx), ctx, "json")
+        if ctx.plan is not None and not ctx.options.rate_chosen:
+            self.runner.check = lambda cores: self._replan(ctx, cores)
         self.runner.start()
+
+    def _replan(self, ctx: CaptureContext, cores: float) -> bool:
+        """py-spy's measured cost against the budget: lower the rate when it is over (the
+        runner then restarts py-spy, whose argv reads ``self.rate``)."""
+        plan = ctx.plan
+        at = time.monotonic() - ctx.t0 - ctx.window_start_s()
+        new = None if plan is None else replan_pyspy(plan, cores, at)
+        self.measured_cores = round(cores, 4)
+        if new is None:
+            return False
+        ctx.plan = new
+        self.rate = new.rates.pyspy
+        self.rates.append((round(time.monotonic() - ctx.t0, 3), self.rate))
+        return True
 
     def progress(self) -> str:
         r = self.runner
@@ -251,10 +309,10 @@ class PySpyCollector(_PySpyBased):
             return ""
         return f"py-spy {'running' if r.thread.is_alive() else 'done'}"
 
-    def finish(self, ctx: CaptureContext, timeout: float) -> CollectorRecord:
+    def _details(self, ctx: CaptureContext) -> dict[str, object]:
+        """The record's details before conversion: mode, rates and why they were lowered."""
         runner = self.runner
         assert runner is not None
-        runner.join(timeout)
         mode = (
             "native (blocking)"
             if ctx.options.native
@@ -262,12 +320,27 @@ class PySpyCollector(_PySpyBased):
         )
         details: dict[str, object] = {
             "mode": mode,
+            # the rate py-spy ended at: the lowest (the analysis's joins take its period)
             "rate_hz": self.rate,
             "chunks": len(runner.chunks),
             "py_spy": pyspy_version(self.binary or "py-spy"),
         }
+        if self.measured_cores is not None:
+            details["measured_cores"] = self.measured_cores
+        if len(self.rates) > 1:
+            details["rates_hz"] = [[t, r] for t, r in self.rates]
         if self.rate != ctx.options.rate:
-            details["rate_note"] = lowered_note(ctx, ctx.options.rate)
+            note = lowered_note(ctx, ctx.options.rate)
+            if ctx.plan is not None and ctx.plan.remeasured:
+                note += f"; {ctx.plan.remeasured}"
+            details["rate_note"] = note
+        return details
+
+    def finish(self, ctx: CaptureContext, timeout: float) -> CollectorRecord:
+        runner = self.runner
+        assert runner is not None
+        runner.join(timeout)
+        details = self._details(ctx)
         tables = PythonTables(ctx)
         problems: list[str] = []
         samples_total = 0

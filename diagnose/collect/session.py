@@ -481,6 +481,8 @@ def _close_manifest(manifest: Manifest, ctx: CaptureContext, ended_by: str, note
         # converting the helpers' outputs afterwards is finish_s
         duration_actual=round(sampled_until - ctx.t0 - ctx.window_start_s(), 3),
         finish_s=round(now - sampled_until, 3),
+        # the plan as it ended: py-spy's rate may have been lowered from its measured cost
+        cpu_budget=ctx.plan.to_dict() if ctx.plan is not None else manifest.capture.cpu_budget,
         ended_by=ended_by,
         running=(),
         safety_note=note,

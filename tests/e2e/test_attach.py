@@ -205,6 +205,46 @@ def test_pyspy_lowers_its_rate_to_fit_the_cpu_budget_unless_a_rate_is_given(tmp_
     assert c["samples"] > 3 * d["samples"]
 
 
+def test_pyspy_measured_over_its_budget_is_lowered_mid_capture_unless_a_rate_is_given(tmp_path):
+    """The plan's per-sample cost is for shallow stacks; on deep ones py-spy costs many times
+    more (600 frames: about 1 core at 53 Hz here). Its cost is measured 2 s into sampling
+    and its rate lowered to what the budget leaves it, py-spy restarted at that rate; a rate
+    the user chose stays, whatever it costs."""
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "targets" / "deep_stacks.py"), "--depth", "400"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    only = ("proc", "pyspy")
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        auto = capture(proc.pid, tmp_path / "auto", CaptureOptions(duration=6, collectors=only))
+        chosen = capture(
+            proc.pid,
+            tmp_path / "chosen",
+            CaptureOptions(duration=6, collectors=only, rate=50, rate_chosen=True),
+        )
+    finally:
+        proc.kill()
+        proc.wait()
+    b = Bundle.open(auto.bundle)
+    d = b.manifest.collectors["pyspy"].details
+    (_, first), (at, lowered) = d["rates_hz"]
+    assert lowered < first and d["rate_hz"] == lowered and d["chunks"] == 2
+    # measured after REPLAN_AFTER_S of sampling, with the window's rest still ahead
+    assert 2.0 <= at <= 6.0
+    budget = b.manifest.capture.cpu_budget
+    assert budget is not None and budget["rates_hz"]["pyspy"] == lowered
+    assert any("measured" in t and f"{first} Hz" in t for t in budget["thinned"])
+    assert d["measured_cores"] > budget["budget_cores"]
+    assert "measured" in d["rate_note"]
+    # the stacks of both chunks are in the tables: the deep threads seen after the restart
+    iv = b.table("python/intervals.csv", ["tid", "start", "end"])
+    assert iv["end"].max() > at + 1.0
+    c = Bundle.open(chosen.bundle).manifest.collectors["pyspy"].details
+    assert c["rate_hz"] == 50 and "rates_hz" not in c and c["chunks"] == 1
+
+
 def test_tables_parquet_rewrites_the_tables_and_the_report_reads_them(tmp_path):
     # GIVEN a capture asked to keep its large tables as Parquet whatever their size
     out = tmp_path / "bundle"

@@ -15,6 +15,8 @@ from diagnose.collect.budget import (
     default_budget,
     estimate,
     plan_rates,
+    pyspy_allowance,
+    replan_pyspy,
 )
 from diagnose.errors import UsageError
 
@@ -93,6 +95,40 @@ def test_the_plan_is_recorded_with_what_it_lowered():
     assert d["budget_cores"] == 0.05 and d["threads"] == 4
     assert set(d["rates_hz"]) == {"pyspy", "gil", "proc"}
     assert [t.split(" ")[0] for t in d["thinned"]] == ["py-spy", "GIL", "/proc"]
+
+
+def test_pyspy_measured_within_what_the_budget_leaves_it_keeps_its_rate():
+    # 1 thread at the asked rates: the GIL sampler 0.005 and /proc 0.011 leave py-spy 0.034
+    p = plan_rates(ASKED, 1, 0.05, costs=COSTS)
+    assert pyspy_allowance(p, COSTS) == pytest.approx(0.034)
+    assert replan_pyspy(p, 0.034 * 1.24, 2.0, costs=COSTS) is None  # within OVERSPEND
+
+
+def test_pyspy_measured_over_the_budget_is_lowered_in_proportion_and_says_why():
+    # deep stacks: py-spy used 0.17 cores at 100 Hz where the plan expected 0.01
+    p = plan_rates(ASKED, 1, 0.05, costs=COSTS)
+    new = replan_pyspy(p, 0.17, 2.3, costs=COSTS)
+    assert new is not None
+    assert new.rates == Rates(20, ASKED.gil, ASKED.proc)  # 100 x 0.034 / 0.17
+    assert new.thinned == [
+        "py-spy 100 -> 20 Hz (measured 2.3 s into the window: it used 0.170 cores at "
+        "100 Hz where the budget leaves it 0.034)"
+    ]
+    assert new.to_dict()["rates_hz"] == {"pyspy": 20, "gil": 100, "proc": 20}
+    # never below the floor, and a rate already at the floor stays
+    floor = replan_pyspy(p, 5.0, 2.0, costs=COSTS)
+    assert floor is not None and floor.rates.pyspy == MIN_PYSPY_RATE
+    assert replan_pyspy(floor, 5.0, 4.0, costs=COSTS) is None
+
+
+def test_a_chosen_rate_or_no_budget_is_not_lowered_whatever_pyspy_costs():
+    p = plan_rates(ASKED, 1, 0.05, costs=COSTS)
+    assert replan_pyspy(p, 0.5, 2.0, keep=True, costs=COSTS) is None
+    unbounded = plan_rates(ASKED, 1, 0.0, costs=COSTS)
+    assert replan_pyspy(unbounded, 0.5, 2.0, costs=COSTS) is None
+    # the other samplers alone over the budget: py-spy is left nothing, so its floor
+    crowded = plan_rates(ASKED, 500, 0.05, costs=COSTS)
+    assert pyspy_allowance(crowded, COSTS) == 0.0
 
 
 def test_the_command_line_keeps_a_rate_given_and_checks_the_budget():
