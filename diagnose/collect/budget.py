@@ -21,10 +21,11 @@ least 0.05 of a core: 0.05 on 2 cores, 0.4 on 16.
 
 The plan's unit costs are measured on shallow stacks; py-spy's cost grows with the depth of
 the stacks it reads (a FastAPI event loop's, 40-60 frames: about 0.9 ms per sample of that
-thread against 165 us), so the plan can be several times low. py-spy's real CPU is
-therefore measured once, :data:`REPLAN_AFTER_S` after it starts sampling, and when it uses
-more than :data:`OVERSPEND` times what the budget leaves it, :func:`replan_pyspy` lowers its
-rate in proportion (never below its floor) and py-spy is restarted at that rate for the
+thread against 165 us; the GIL sampler's too, 0.77 ms), so the plan can be several times
+low. Each py-spy's real CPU is therefore measured once, :data:`REPLAN_AFTER_S` after it
+starts sampling, and when it uses more than :data:`OVERSPEND` times its share of what the
+budget leaves the two py-spy samplers (:func:`sampler_allowance`), :func:`replan` lowers
+its rate in proportion (never below its floor) and it is restarted at that rate for the
 rest of the window (collect/pyspy.py).
 """
 
@@ -87,19 +88,28 @@ class Plan:
     asked: Rates
     rates: Rates
     estimated_cores: float  # the samplers' CPU at ``rates``, from COSTS
-    #: why py-spy's rate was lowered during the capture, from its measured cost ("" if not)
-    remeasured: str = ""
+    #: (rate, why) for each rate lowered during the capture from its measured cost
+    remeasured: tuple[tuple[str, str], ...] = ()
 
     @property
     def thinned(self) -> list[str]:
         """What was lowered to meet the budget, in words ("py-spy 100 -> 40 Hz")."""
         names = (("py-spy", "pyspy"), ("GIL sampler", "gil"), ("/proc sampler", "proc"))
+        why = dict(self.remeasured)
         return [
             f"{label} {getattr(self.asked, key)} -> {getattr(self.rates, key)} Hz"
-            + (f" ({self.remeasured})" if key == "pyspy" and self.remeasured else "")
+            + (f" ({why[key]})" if key in why else "")
             for label, key in names
             if getattr(self.rates, key) != getattr(self.asked, key)
         ]
+
+    def lowered(self, key: str, rate: int, why: str) -> Plan:
+        """This plan with sampler ``key``'s ("pyspy", "gil") rate lowered to ``rate``."""
+        return replace(
+            self,
+            rates=replace(self.rates, **{key: rate}),
+            remeasured=(*self.remeasured, (key, why)),
+        )
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -174,32 +184,44 @@ def plan_rates(
     return plan(scaled(lo))
 
 
-def pyspy_allowance(plan: Plan, costs: Costs = COSTS) -> float:
-    """The cores the budget leaves py-spy beside the plan's other samplers and diagnose's
-    own threads (0 when they alone exceed it)."""
-    others = estimate(Rates(0, plan.rates.gil, plan.rates.proc), plan.threads, costs)
-    return max(0.0, plan.budget_cores - others)
+#: the floor of each sampler a measured cost can lower
+FLOORS = {"pyspy": MIN_PYSPY_RATE, "gil": MIN_GIL_RATE}
 
 
-def replan_pyspy(
-    plan: Plan, measured_cores: float, at_s: float, keep: bool = False, costs: Costs = COSTS
-) -> Plan | None:
-    """The plan with py-spy's rate lowered to fit what the budget leaves it, given the
-    ``measured_cores`` py-spy really used at the plan's rate (``at_s``: seconds into the
-    window, for the note); None when it fits within OVERSPEND, when the user chose the rate,
-    when py-spy is at its floor already or there is no budget."""
-    rate = plan.rates.pyspy
-    if keep or plan.budget_cores <= 0 or measured_cores <= 0 or rate <= MIN_PYSPY_RATE:
+def sampler_allowance(plan: Plan, key: str, costs: Costs = COSTS) -> float:
+    """The cores the budget leaves py-spy sampler ``key`` ("pyspy", "gil"): what is left
+    beside the /proc sampler and diagnose's own threads, shared between the two py-spy
+    samplers in proportion to their planned costs (0 when nothing is left)."""
+    n = max(1, plan.threads)
+    both = plan.budget_cores - estimate(Rates(0, 0, plan.rates.proc), plan.threads, costs)
+    planned = {
+        "pyspy": plan.rates.pyspy * n * costs.pyspy_per_thread_sample,
+        "gil": plan.rates.gil * n * costs.gil_per_thread_sample,
+    }
+    total = sum(planned.values())
+    return max(0.0, both * planned[key] / total) if total > 0 else 0.0
+
+
+def replan(
+    plan: Plan, key: str, measured_cores: float, at_s: float, costs: Costs = COSTS
+) -> tuple[int, str] | None:
+    """(the lower rate, why) for sampler ``key`` of ``plan`` (the plan the capture started
+    with), which really used ``measured_cores`` at the plan's rate (``at_s``: seconds into
+    the window, for the note); None when that is within OVERSPEND of its allowance, when
+    it is at its floor already or there is no budget."""
+    rate = getattr(plan.rates, key)
+    floor = FLOORS[key]
+    if plan.budget_cores <= 0 or measured_cores <= 0 or rate <= floor:
         return None
-    allowed = pyspy_allowance(plan, costs)
+    allowed = sampler_allowance(plan, key, costs)
     if measured_cores <= allowed * OVERSPEND:
         return None
-    new = max(MIN_PYSPY_RATE, int(rate * allowed / measured_cores))
-    note = (
+    new = max(floor, int(rate * allowed / measured_cores))
+    why = (
         f"measured {at_s:.1f} s into the window: it used {measured_cores:.3f} cores at "
         f"{rate} Hz where the budget leaves it {allowed:.3f}"
     )
-    return replace(plan, rates=replace(plan.rates, pyspy=new), remeasured=note)
+    return new, why
 
 
 def _fit(high: int, low: int, fits: Callable[[int], bool]) -> int:

@@ -35,7 +35,7 @@ from typing import IO, Any
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
 from diagnose.bundle.writer import guarded_csv_writer
 from diagnose.collect.base import CaptureContext, Collector, CollectorFailed, covered_most
-from diagnose.collect.budget import REPLAN_AFTER_S, REPLAN_MIN_LEFT_S, replan_pyspy
+from diagnose.collect.budget import REPLAN_AFTER_S, REPLAN_MIN_LEFT_S, Plan, replan
 from diagnose.collect.child import Child
 from diagnose.collect.toolcpu import cpu_of
 from diagnose.formats.pyspy import (
@@ -194,11 +194,20 @@ class _ChunkedPySpy:
 
 
 class _PySpyBased(Collector):
-    """What both py-spy collectors share: a Python target, the py-spy binary, a runner."""
+    """What both py-spy collectors share: a Python target, the py-spy binary, a runner, and
+    a rate the budget may lower once py-spy's real cost is measured."""
+
+    #: the plan's rate this sampler runs at (collect/budget.py: "pyspy" or "gil")
+    key = ""
+    rate = 100
 
     def __init__(self) -> None:
         self.binary: str | None = None
         self.runner: _ChunkedPySpy | None = None
+        #: (seconds since t0 from which, rate): the first, and one more when the cost
+        #: check lowered it
+        self.rates: list[tuple[float, int]] = []
+        self.measured_cores: float | None = None  # py-spy's cores at the cost check
 
     def probe(self, ctx: CaptureContext) -> str | None:
         if not ctx.target.is_python:
@@ -228,6 +237,54 @@ class _PySpyBased(Collector):
         if self.runner is not None:
             self.runner.stop()
 
+    def _run(self, ctx: CaptureContext, runner: _ChunkedPySpy, keep: bool) -> None:
+        """Start ``runner`` at ``self.rate``, its cost checked against the plan the capture
+        started with (unless the rate is ``keep``: the user's)."""
+        self.runner = runner
+        self.rates = [(0.0, self.rate)]
+        planned = ctx.plan
+        if planned is not None and not keep:
+            runner.check = lambda cores: self._replan(ctx, planned, cores)
+        runner.start()
+
+    def _replan(self, ctx: CaptureContext, planned: Plan, cores: float) -> bool:
+        """The measured cost against the sampler's share of the budget: lower the rate when
+        it is over (the runner then restarts py-spy, whose argv reads ``self.rate``)."""
+        at = time.monotonic() - ctx.t0 - ctx.window_start_s()
+        self.measured_cores = round(cores, 4)
+        got = replan(planned, self.key, cores, at)
+        if got is None:
+            return False
+        self.rate, why = got
+        with _PLAN_LOCK:  # the other py-spy's check may lower its own rate at the same time
+            if ctx.plan is not None:
+                ctx.plan = ctx.plan.lowered(self.key, self.rate, why)
+        self.rates.append((round(time.monotonic() - ctx.t0, 3), self.rate))
+        return True
+
+    def rate_details(self, ctx: CaptureContext) -> dict[str, object]:
+        """The rate the sampler ended at (the lowest), and why it is below the one asked."""
+        details: dict[str, object] = {"rate_hz": self.rate}
+        if self.measured_cores is not None:
+            details["measured_cores"] = self.measured_cores
+        if len(self.rates) > 1:
+            details["rates_hz"] = [[t, r] for t, r in self.rates]
+        if self.rate != ctx.options.rate:
+            note = lowered_note(ctx, ctx.options.rate)
+            why = dict(ctx.plan.remeasured) if ctx.plan is not None else {}
+            if self.key in why:
+                note += f"; {why[self.key]}"
+            details["rate_note"] = note
+        return details
+
+    def rate_at(self, t: float) -> int:
+        """The rate a chunk started at ``t`` seconds since t0 sampled at."""
+        return [r for since, r in self.rates if since <= t][-1] if self.rates else self.rate
+
+
+#: ctx.plan is replaced, not changed in place; both py-spy runners may replace it at once
+_PLAN_LOCK = threading.Lock()
+
 
 def lowered_note(ctx: CaptureContext, asked: int) -> str:
     """Why a sampler runs below the rate asked for (the collector's ``rate_note``)."""
@@ -242,14 +299,7 @@ def lowered_note(ctx: CaptureContext, asked: int) -> str:
 class PySpyCollector(_PySpyBased):
     name = "pyspy"
     description = "Python stacks of every thread (py-spy, nonblocking by default)"
-    rate = 100
-
-    def __init__(self) -> None:
-        super().__init__()
-        #: (seconds since t0 from which, rate): the first, and one more when the cost
-        #: check lowered it
-        self.rates: list[tuple[float, int]] = []
-        self.measured_cores: float | None = None  # py-spy's cores at the cost check
+    key = "pyspy"
 
     def _argv(self, ctx: CaptureContext) -> object:
         binary = self.binary
@@ -283,25 +333,8 @@ class PySpyCollector(_PySpyBased):
 
     def start(self, ctx: CaptureContext) -> None:
         self.rate = ctx.rates().pyspy
-        self.rates = [(0.0, self.rate)]
-        self.runner = _ChunkedPySpy("trace", self._argv(ctx), ctx, "json")
-        if ctx.plan is not None and not ctx.options.rate_chosen:
-            self.runner.check = lambda cores: self._replan(ctx, cores)
-        self.runner.start()
-
-    def _replan(self, ctx: CaptureContext, cores: float) -> bool:
-        """py-spy's measured cost against the budget: lower the rate when it is over (the
-        runner then restarts py-spy, whose argv reads ``self.rate``)."""
-        plan = ctx.plan
-        at = time.monotonic() - ctx.t0 - ctx.window_start_s()
-        new = None if plan is None else replan_pyspy(plan, cores, at)
-        self.measured_cores = round(cores, 4)
-        if new is None:
-            return False
-        ctx.plan = new
-        self.rate = new.rates.pyspy
-        self.rates.append((round(time.monotonic() - ctx.t0, 3), self.rate))
-        return True
+        runner = _ChunkedPySpy("trace", self._argv(ctx), ctx, "json")
+        self._run(ctx, runner, keep=ctx.options.rate_chosen)
 
     def progress(self) -> str:
         r = self.runner
@@ -318,23 +351,13 @@ class PySpyCollector(_PySpyBased):
             if ctx.options.native
             else ("nonblocking" if ctx.options.nonblocking else "blocking")
         )
-        details: dict[str, object] = {
+        return {
             "mode": mode,
-            # the rate py-spy ended at: the lowest (the analysis's joins take its period)
-            "rate_hz": self.rate,
             "chunks": len(runner.chunks),
             "py_spy": pyspy_version(self.binary or "py-spy"),
+            # the rate py-spy ended at: the lowest (the analysis's joins take its period)
+            **self.rate_details(ctx),
         }
-        if self.measured_cores is not None:
-            details["measured_cores"] = self.measured_cores
-        if len(self.rates) > 1:
-            details["rates_hz"] = [[t, r] for t, r in self.rates]
-        if self.rate != ctx.options.rate:
-            note = lowered_note(ctx, ctx.options.rate)
-            if ctx.plan is not None and ctx.plan.remeasured:
-                note += f"; {ctx.plan.remeasured}"
-            details["rate_note"] = note
-        return details
 
     def finish(self, ctx: CaptureContext, timeout: float) -> CollectorRecord:
         runner = self.runner
@@ -498,7 +521,7 @@ class GilCollector(_PySpyBased):
 
     name = "gil"
     description = "samples in which each thread held the GIL (py-spy --gil)"
-    rate = 100
+    key = "gil"
 
     def probe(self, ctx: CaptureContext) -> str | None:
         if ctx.target.is_python and ctx.options.native:
@@ -517,8 +540,8 @@ class GilCollector(_PySpyBased):
                 "--format", "raw", "--output", str(out),
             ]  # fmt: skip
 
-        self.runner = _ChunkedPySpy("gil", argv, ctx, "folded")
-        self.runner.start()
+        # the GIL sampler's rate is lowered by the budget whatever --rate says (the plan's)
+        self._run(ctx, _ChunkedPySpy("gil", argv, ctx, "folded"), keep=False)
 
     def finish(self, ctx: CaptureContext, timeout: float) -> CollectorRecord:
         runner = self.runner
@@ -528,7 +551,11 @@ class GilCollector(_PySpyBased):
         samples_total = 0
         problems = []
         files = []
-        for rel, _s, _e, rc, stderr in runner.chunks:
+        for rel, spawn_t, _e, rc, stderr in runner.chunks:
+            # a chunk after the rate was lowered: each of its samples counts as many as the
+            # first rate would have taken in its time, so that shares are of time, not of
+            # samples (gil.folded's counts are at the first rate; gil.json has py-spy's own)
+            weight = self.rates[0][1] / self.rate_at(spawn_t) if self.rates else 1.0
             samples, _errors = parse_summary(stderr)
             if samples is None or not ctx.writer.is_file(rel):
                 problems.append(
@@ -540,10 +567,8 @@ class GilCollector(_PySpyBased):
             samples_total += samples
             files.append(rel)
             for tid, name, stack, count in parse_raw(ctx.writer.read_text(rel)):
-                rows.append(((ThreadFrame(tid, name).format(), *stack), count))
-        details: dict[str, object] = {"samples": samples_total, "rate_hz": self.rate}
-        if self.rate != ctx.options.rate:
-            details["rate_note"] = lowered_note(ctx, ctx.options.rate)
+                rows.append(((ThreadFrame(tid, name).format(), *stack), count * weight))
+        details: dict[str, object] = {"samples": samples_total, **self.rate_details(ctx)}
         window = ctx.window()
         ran = sum(end - spawn for _r, spawn, end, _rc, _e in runner.chunks)
         if samples_total == 0 and not (problems or not files) and not covered_most(ran, window):

@@ -215,7 +215,7 @@ def test_pyspy_measured_over_its_budget_is_lowered_mid_capture_unless_a_rate_is_
         stdout=subprocess.PIPE,
         text=True,
     )
-    only = ("proc", "pyspy")
+    only = ("proc", "pyspy", "gil")
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         auto = capture(proc.pid, tmp_path / "auto", CaptureOptions(duration=6, collectors=only))

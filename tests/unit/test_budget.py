@@ -15,8 +15,8 @@ from diagnose.collect.budget import (
     default_budget,
     estimate,
     plan_rates,
-    pyspy_allowance,
-    replan_pyspy,
+    replan,
+    sampler_allowance,
 )
 from diagnose.errors import UsageError
 
@@ -97,38 +97,53 @@ def test_the_plan_is_recorded_with_what_it_lowered():
     assert [t.split(" ")[0] for t in d["thinned"]] == ["py-spy", "GIL", "/proc"]
 
 
-def test_pyspy_measured_within_what_the_budget_leaves_it_keeps_its_rate():
-    # 1 thread at the asked rates: the GIL sampler 0.005 and /proc 0.011 leave py-spy 0.034
+def test_the_two_py_spy_samplers_share_what_the_budget_leaves_in_proportion():
+    # 1 thread at the asked rates: /proc 0.011 leaves 0.039; py-spy planned at 0.01, the GIL
+    # sampler at 0.005: two thirds and one third
     p = plan_rates(ASKED, 1, 0.05, costs=COSTS)
-    assert pyspy_allowance(p, COSTS) == pytest.approx(0.034)
-    assert replan_pyspy(p, 0.034 * 1.24, 2.0, costs=COSTS) is None  # within OVERSPEND
+    assert sampler_allowance(p, "pyspy", COSTS) == pytest.approx(0.026)
+    assert sampler_allowance(p, "gil", COSTS) == pytest.approx(0.013)
+    assert replan(p, "pyspy", 0.026 * 1.24, 2.0, costs=COSTS) is None  # within OVERSPEND
+    assert replan(p, "gil", 0.013 * 1.24, 2.0, costs=COSTS) is None
 
 
-def test_pyspy_measured_over_the_budget_is_lowered_in_proportion_and_says_why():
-    # deep stacks: py-spy used 0.17 cores at 100 Hz where the plan expected 0.01
+def test_a_sampler_measured_over_its_share_is_lowered_in_proportion_and_says_why():
+    # deep stacks: py-spy used 0.13 cores at 100 Hz where the plan expected 0.01
     p = plan_rates(ASKED, 1, 0.05, costs=COSTS)
-    new = replan_pyspy(p, 0.17, 2.3, costs=COSTS)
-    assert new is not None
-    assert new.rates == Rates(20, ASKED.gil, ASKED.proc)  # 100 x 0.034 / 0.17
-    assert new.thinned == [
-        "py-spy 100 -> 20 Hz (measured 2.3 s into the window: it used 0.170 cores at "
-        "100 Hz where the budget leaves it 0.034)"
-    ]
+    got = replan(p, "pyspy", 0.13, 2.3, costs=COSTS)
+    assert got is not None
+    rate, why = got
+    assert rate == 20  # 100 x 0.026 / 0.13
+    assert why == (
+        "measured 2.3 s into the window: it used 0.130 cores at 100 Hz where the budget "
+        "leaves it 0.026"
+    )
+    new = p.lowered("pyspy", rate, why)
+    assert new.rates == Rates(20, ASKED.gil, ASKED.proc)
+    assert new.thinned == [f"py-spy 100 -> 20 Hz ({why})"]
     assert new.to_dict()["rates_hz"] == {"pyspy": 20, "gil": 100, "proc": 20}
-    # never below the floor, and a rate already at the floor stays
-    floor = replan_pyspy(p, 5.0, 2.0, costs=COSTS)
-    assert floor is not None and floor.rates.pyspy == MIN_PYSPY_RATE
-    assert replan_pyspy(floor, 5.0, 4.0, costs=COSTS) is None
+    # the GIL sampler's check lowers its own rate on the plan py-spy's already lowered
+    gil_rate, gil_why = replan(p, "gil", 0.065, 2.4, costs=COSTS) or (0, "")
+    assert gil_rate == 20  # 100 x 0.013 / 0.065
+    both = new.lowered("gil", gil_rate, gil_why)
+    assert both.rates == Rates(20, 20, ASKED.proc)
+    assert [t.split(" (")[0] for t in both.thinned] == [
+        "py-spy 100 -> 20 Hz",
+        "GIL sampler 100 -> 20 Hz",
+    ]
 
 
-def test_a_chosen_rate_or_no_budget_is_not_lowered_whatever_pyspy_costs():
+def test_a_sampler_is_never_lowered_below_its_floor_nor_without_a_budget():
     p = plan_rates(ASKED, 1, 0.05, costs=COSTS)
-    assert replan_pyspy(p, 0.5, 2.0, keep=True, costs=COSTS) is None
+    floor = replan(p, "pyspy", 5.0, 2.0, costs=COSTS)
+    assert floor is not None and floor[0] == MIN_PYSPY_RATE
+    at_floor = p.lowered("pyspy", MIN_PYSPY_RATE, floor[1])
+    assert replan(at_floor, "pyspy", 5.0, 4.0, costs=COSTS) is None
     unbounded = plan_rates(ASKED, 1, 0.0, costs=COSTS)
-    assert replan_pyspy(unbounded, 0.5, 2.0, costs=COSTS) is None
-    # the other samplers alone over the budget: py-spy is left nothing, so its floor
+    assert replan(unbounded, "pyspy", 0.5, 2.0, costs=COSTS) is None
+    # the /proc sampler alone over the budget: the py-spy samplers are left nothing
     crowded = plan_rates(ASKED, 500, 0.05, costs=COSTS)
-    assert pyspy_allowance(crowded, COSTS) == 0.0
+    assert sampler_allowance(crowded, "pyspy", COSTS) == 0.0
 
 
 def test_the_command_line_keeps_a_rate_given_and_checks_the_budget():

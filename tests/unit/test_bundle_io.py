@@ -23,7 +23,7 @@ from diagnose.bundle.manifest import CSV_GUARDED, Manifest
 from diagnose.bundle.reader import Bundle
 from diagnose.bundle.safedir import SafeDir, UnsafeDirectory
 from diagnose.bundle.writer import BundleWriter
-from diagnose.collect.base import CollectorStatus
+from diagnose.collect.base import CaptureContext, CollectorStatus
 from diagnose.collect.child import Child, anchored_fds
 from diagnose.collect.proc_sampler import THREAD_COLUMNS
 from diagnose.collect.pyspy import GilCollector, PySpyCollector, PythonTables
@@ -302,6 +302,19 @@ def test_raw_py_spy_chunks_go_once_their_intervals_are_in_the_tables(tmp_path):
     assert len(iv) > 100 and iv[0] == "tid,start,end,stack_id"
 
 
+def finishing(w: BundleWriter, window: float) -> CaptureContext:
+    """What a collector's ``finish`` reads of a capture context, around ``w``."""
+    ctx = SimpleNamespace(
+        writer=w,
+        target=SimpleNamespace(pid=1),
+        options=SimpleNamespace(rate=100),
+        target_exited=threading.Event(),
+        window=lambda: window,
+        plan=None,
+    )
+    return ctx  # type: ignore[return-value]
+
+
 def test_gil_chunks_go_once_merged(tmp_path):
     w = BundleWriter.create(tmp_path / "b")
     raw = (FIXTURES / "bundles" / "lock_contention" / "python" / "gil-000.folded").read_bytes()
@@ -312,16 +325,36 @@ def test_gil_chunks_go_once_merged(tmp_path):
     col.runner = SimpleNamespace(  # type: ignore[assignment]
         chunks=[("python/gil-000.folded", 0.0, 4.0, 0, said)], join=lambda timeout: None
     )
-    ctx = SimpleNamespace(
-        writer=w,
-        target=SimpleNamespace(pid=1),
-        options=SimpleNamespace(rate=100),
-        target_exited=threading.Event(),
-        window=lambda: 4.0,
-        plan=None,
-    )
-    rec = col.finish(ctx, timeout=1)  # type: ignore[arg-type]
+    rec = col.finish(finishing(w, 4.0), timeout=1)
     assert rec.status is CollectorStatus.OK, rec.reason
     assert rec.files == ["python/gil.folded", "python/gil.json"]
     assert not w.is_file("python/gil-000.folded")
     assert w.read_text("python/gil.folded").strip()  # the samples moved, not lost
+
+
+def test_gil_chunks_after_the_budget_lowered_the_rate_count_for_the_time_they_cover(tmp_path):
+    # 2 s at 100 Hz: thread A held the GIL in 100 samples; then 8 s at 20 Hz, thread B in 80
+    # (the 400 the first rate would have taken): B held it 80% of the time, not 44% of the
+    # samples
+    w = BundleWriter.create(tmp_path / "b")
+    w.write_text("python/gil-000.folded", "thread (11): A;f (a.py:1) 100\n")
+    w.write_text("python/gil-001.folded", "thread (12): B;g (b.py:1) 80\n")
+    col = GilCollector()
+    col.binary = "py-spy"
+    col.rate = 20
+    col.rates = [(0.0, 100), (2.2, 20)]
+    said = "py-spy> Wrote flamegraph data. Samples: {} Errors: 0"
+    col.runner = SimpleNamespace(  # type: ignore[assignment]
+        chunks=[
+            ("python/gil-000.folded", 0.0, 2.2, 0, said.format(200)),
+            ("python/gil-001.folded", 2.2, 10.0, 0, said.format(160)),
+        ],
+        join=lambda timeout: None,
+    )
+    rec = col.finish(finishing(w, 10.0), timeout=1)
+    assert rec.status is CollectorStatus.OK, rec.reason
+    assert rec.details["samples"] == 360  # py-spy's own count
+    assert rec.details["rate_hz"] == 20 and rec.details["rates_hz"] == [[0.0, 100], [2.2, 20]]
+    counts = {line.rsplit(" ", 1)[0].split(";")[-1]: int(line.rsplit(" ", 1)[1])
+              for line in w.read_text("python/gil.folded").splitlines()}  # fmt: skip
+    assert counts == {"f (a.py:1)": 100, "g (b.py:1)": 400}
