@@ -313,25 +313,36 @@ FloatArray = npt.NDArray[np.float64]
 def _order_votes(
     kinds: npt.NDArray[np.str_], start: FloatArray, end: FloatArray
 ) -> tuple[int, int]:
-    """Runs through the line that reach the model ("M") and start in another of its calls
-    ("G"), and runs that reach it and end in one."""
+    """Runs through the line that reach the model ("M") and were seen entering the line in
+    another of its calls ("G"), and runs that reach it and were seen leaving the line from
+    one. A run's ends count only where py-spy saw the thread outside the line right before
+    or after: a run cut by a gap in the samples (py-spy restarted at a lower rate, or late
+    on a loaded host) or by the recording's ends began or ended mid-request, wherever the
+    thread was then (cut runs of a busy thread going from request to request were half of
+    the votes on a 10 Hz capture, and said "post" as often as "pre")."""
     pre = post = 0
     run: list[str] = []
+    entered = False  # the run began right after a sample outside the line
 
-    def close() -> tuple[int, int]:
+    def close(left: bool) -> tuple[int, int]:
         if "M" not in run:
             return 0, 0
-        return int(run[0] == "G"), int(run[-1] == "G")
+        return int(entered and run[0] == "G"), int(left and run[-1] == "G")
 
     last_end = -np.inf
+    outside = False  # the sample before was outside the line (and right before)
     for i, k in enumerate(kinds):
-        if not k or start[i] - last_end > SEGMENT_GAP_S:
-            x, y = close()
+        gap = start[i] - last_end > SEGMENT_GAP_S
+        if not k or gap:
+            x, y = close(left=not k and not gap)
             pre, post, run = pre + x, post + y, []
         if k:
+            if not run:
+                entered = outside and not gap
             run.append(str(k))
-            last_end = end[i]
-    x, y = close()
+        outside = not k
+        last_end = end[i]
+    x, y = close(left=False)
     return pre + x, post + y
 
 

@@ -8,6 +8,8 @@ Each case has a near miss that the structure must NOT place.
 
 from __future__ import annotations
 
+import pytest
+
 from diagnose.analyse import stages
 from diagnose.analyse.model import OnCpuSample
 from diagnose.formats.stacks import Stack
@@ -190,9 +192,9 @@ def test_a_call_on_the_model_call_s_own_line_is_placed_by_the_order_it_ran_in() 
 def _runs(tid: int, shapes: list[str], t0: float = 0.0) -> list[tuple[int, float, float, int]]:
     """py-spy intervals of thread ``tid`` through handle line 20 (stacks of _same_line_run),
     one run per shape ("GM": tidy then the model), the last interval of each run stretched
-    to 0.2 s (the thread's next sample came late), then a stack elsewhere."""
-    iv: list[tuple[int, float, float, int]] = []
-    t = t0
+    to 0.2 s (the thread's next sample came late), each run between stacks elsewhere."""
+    iv: list[tuple[int, float, float, int]] = [(tid, t0, t0 + 0.01, 2)]
+    t = t0 + 0.01
     for shape in shapes:
         for i, k in enumerate(shape):
             d = 0.2 if i == len(shape) - 1 else 0.01
@@ -218,6 +220,35 @@ def test_same_line_votes_are_runs_pooled_over_the_threads_at_the_line() -> None:
     # near miss: one thread alone, 2 runs against 1, is too few to say
     got, _ = placed([(1, model, 1.0), (1, tidy, 1.0)], _runs(1, ["GM", "GM", "MG"]), stacks)
     assert got[(1, tidy)] == ("other", "name")
+
+
+@pytest.mark.parametrize("cut", ["by the recording's end", "by a gap in the samples"])
+def test_same_line_runs_cut_mid_request_do_not_vote_at_the_cut(cut: str) -> None:
+    # GIVEN 4 busy pool threads at score(tidy(x)), going from request to request without
+    # leaving the line between two samples (a 10 Hz capture of a saturated service): each
+    # seen entering the line in tidy, then its run cut in the next request's tidy, by the
+    # recording's end or by py-spy's restart at a lower rate (0.3 s without samples)
+    tidy = ("serve (app.py:90)", "handle (app.py:20)", "tidy (app.py:5)")
+    model = ("serve (app.py:90)", "handle (app.py:20)", TORCH)
+    stacks, _ = _same_line_run("GM")
+    iv: list[tuple[int, float, float, int]] = []
+    for tid in (1, 2, 3, 4):
+        shape = "GMGMG" if cut == "by the recording's end" else "GMG_MGM"
+        iv.append((tid, 0.0, 0.1, 2))
+        t = 0.1
+        for k in shape:
+            if k == "_":
+                t += 0.3
+                continue
+            iv.append((tid, t, t + 0.1, 0 if k == "G" else 1))
+            t += 0.1
+        if cut == "by a gap in the samples":
+            iv.append((tid, t, t + 0.1, 2))
+    samples = [(tid, st, 1.0) for tid in (1, 2, 3, 4) for st in (model, tidy)]
+    got, _ = placed(samples, iv, stacks)
+    # THEN only what was seen counts: each thread entered the line in tidy (4 votes "pre"),
+    # and the run's cut end in tidy is no vote for "post" (counted, it made a 4:4 tie)
+    assert {got[(tid, tidy)] for tid in (1, 2, 3, 4)} == {("preprocess", "structure")}
 
 
 def test_near_miss_a_same_line_call_whose_order_is_not_dominant_keeps_its_name() -> None:
