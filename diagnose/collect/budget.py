@@ -88,7 +88,7 @@ class Plan:
     asked: Rates
     rates: Rates
     estimated_cores: float  # the samplers' CPU at ``rates``, from COSTS
-    #: (rate, why) for each rate lowered during the capture from its measured cost
+    #: (sampler, why) for each rate lowered during the capture from its measured cost
     remeasured: tuple[tuple[str, str], ...] = ()
 
     @property

@@ -94,6 +94,8 @@ class _ChunkedPySpy:
         self.settled = threading.Event()  # sampling, or the first py-spy ended without
         self.thread = threading.Thread(target=self._run, name=f"diagnose-{name}", daemon=True)
         self.check: Callable[[float], bool] | None = None
+        self._check_at = math.inf  # monotonic time of the cost check (inf: none pending)
+        self._check_cpu: float | None = None  # py-spy's CPU seconds when it began sampling
 
     def start(self) -> None:
         self.thread.start()
@@ -163,9 +165,6 @@ class _ChunkedPySpy:
                 break  # py-spy failed: starting again would fail again
             if ctx.target_exited.is_set():
                 break
-
-    _check_at = math.inf  # monotonic time of the cost check (inf: none pending)
-    _check_cpu: float | None = None  # py-spy's CPU seconds when it started sampling
 
     def _arm_check(self, pid: int) -> None:
         if self.check is not None and not self.chunks:  # the first chunk only
