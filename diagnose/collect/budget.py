@@ -50,6 +50,10 @@ OVERSPEND = 1.25
 #: a restart costs a moment without Python samples (py-spy attaches again, 0.1-0.3 s): only
 #: worth it with this much of the window left (and, by OVERSPEND, a rate cut by a fifth)
 REPLAN_MIN_LEFT_S = 3.0
+#: nor when it would save less than this: 4 of the kernel's 10 ms CPU ticks over the 2 s
+#: measured, 1% of a 2-core host (an idle server's GIL sampler measured 0.01 cores against
+#: a share of 0.001, and its restart cost more than it saved)
+REPLAN_MIN_SAVING = 0.02
 
 
 @dataclass(frozen=True)
@@ -207,14 +211,15 @@ def replan(
 ) -> tuple[int, str] | None:
     """(the lower rate, why) for sampler ``key`` of ``plan`` (the plan the capture started
     with), which really used ``measured_cores`` at the plan's rate (``at_s``: seconds into
-    the window, for the note); None when that is within OVERSPEND of its allowance, when
-    it is at its floor already or there is no budget."""
+    the window, for the note); None when that is within OVERSPEND of its allowance or over
+    it by less than REPLAN_MIN_SAVING, when it is at its floor already or there is no
+    budget."""
     rate = getattr(plan.rates, key)
     floor = FLOORS[key]
     if plan.budget_cores <= 0 or measured_cores <= 0 or rate <= floor:
         return None
     allowed = sampler_allowance(plan, key, costs)
-    if measured_cores <= allowed * OVERSPEND:
+    if measured_cores <= allowed * OVERSPEND or measured_cores - allowed < REPLAN_MIN_SAVING:
         return None
     new = max(floor, int(rate * allowed / measured_cores))
     why = (

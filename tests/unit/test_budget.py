@@ -105,6 +105,10 @@ def test_the_two_py_spy_samplers_share_what_the_budget_leaves_in_proportion():
     assert sampler_allowance(p, "gil", COSTS) == pytest.approx(0.013)
     assert replan(p, "pyspy", 0.026 * 1.24, 2.0, costs=COSTS) is None  # within OVERSPEND
     assert replan(p, "gil", 0.013 * 1.24, 2.0, costs=COSTS) is None
+    # over OVERSPEND times its share but by less than REPLAN_MIN_SAVING: a restart would not
+    # pay (an idle server's GIL sampler: 0.01 cores, a few clock ticks, against 0.001)
+    assert replan(p, "gil", 0.013 + 0.019, 2.0, costs=COSTS) is None
+    assert replan(p, "gil", 0.013 + 0.021, 2.0, costs=COSTS) is not None
 
 
 def test_a_sampler_measured_over_its_share_is_lowered_in_proportion_and_says_why():
