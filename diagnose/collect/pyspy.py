@@ -159,12 +159,23 @@ class _ChunkedPySpy:
                     break
             end_t = time.monotonic() - ctx.t0
             self.settled.set()  # py-spy ended: it samples no more, whatever it said
+            if index > 0 and self._stopped() and not self._wrote(rel):
+                # a later py-spy (restarted at a lower rate, or the next chunk) stopped (Ctrl-C, the
+                # window's end) before it wrote anything: the chunks before hold the samples
+                break
             self.chunks.append((rel, spawn_t, end_t, rc, child.stderr_text()))
             index += 1
             if rc not in (0, None, -2, 130) and not ctx.writer.is_file(rel):
                 break  # py-spy failed: starting again would fail again
             if ctx.target_exited.is_set():
                 break
+
+    def _stopped(self) -> bool:
+        return self._stop.is_set() or self.ctx.stop_event.is_set()
+
+    def _wrote(self, rel: str) -> bool:
+        w = self.ctx.writer
+        return w.is_file(rel) and w.size_of(rel) > 0
 
     def _arm_check(self, pid: int) -> None:
         if self.check is not None and not self.chunks:  # the first chunk only
