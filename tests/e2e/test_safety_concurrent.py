@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import psutil
@@ -22,6 +23,14 @@ from tests.e2e.safety import settled_health, start_attach, wait_no_helpers
 from tests.e2e.test_exit_codes import one_line_error
 
 PROC_ONLY = ("--collectors", "proc")
+
+
+def _window_opened(out: Path) -> bool:
+    try:
+        capture = json.loads((out / "manifest.json").read_text())["capture"]
+    except (OSError, ValueError, KeyError):
+        return False  # being rewritten
+    return bool(capture.get("window_start_s"))
 
 
 def assert_complete_bundle(out: Path) -> None:
@@ -40,6 +49,10 @@ def test_second_capture_fails_at_once_while_the_first_goes_on(tmp_path):
             res = run_cli("attach", str(s.pid), "-d", "2", "-o", str(tmp_path / "second"))
             # THEN it has failed before the first one ended: it did not wait for the lock
             assert first.poll() is None, "the first capture ended before the second returned"
+            # and the first one measures: its window opened (perf may take seconds to start
+            # on a loaded host; stopped before, it is rightly partial) and ran a while
+            wait_for(lambda: _window_opened(tmp_path / "first"), 60, "capture 1's window")
+            time.sleep(1.5)
         finally:
             first.send_signal(signal.SIGINT)
             _, err = first.communicate(timeout=90)
