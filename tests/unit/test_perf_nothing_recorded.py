@@ -31,6 +31,9 @@ def judge(
     rc=0,
     opened=0.0,
     spun=None,
+    never=False,
+    said_at=None,
+    unseen="",
 ):
     # the window opened ``opened`` s after the capture's start and lasted ``window`` s;
     # perf said it recorded ``started`` s after the capture's start
@@ -44,6 +47,8 @@ def judge(
         ctx.target_exited.set()
     rec = SimpleNamespace(
         stderr=lambda: stderr,
+        never_recorded=lambda: never,
+        recording_at=said_at,
         target_cpu_used=lambda: cpu,
         started_t=started,
         rc=rc,
@@ -52,7 +57,16 @@ def judge(
         spin_problem=lambda: PerfRecord.spin_problem(rec),  # type: ignore[arg-type]
         ctx=ctx,
     )
-    return PerfCollector().nothing_recorded(ctx, rec, error, IDLE, [], {})  # type: ignore[arg-type]
+    return PerfCollector().nothing_recorded(ctx, rec, error, IDLE, [], {}, 0.05, unseen)  # type: ignore[arg-type]
+
+
+def test_a_perf_that_never_said_it_recorded_failed_whatever_the_target_did():
+    # a capture stopped (Ctrl-C) while perf was still starting: perf wrote its file but never
+    # enabled its events; not an idle target, not "started late" either
+    for cpu in (0.0, 0.06):
+        r = judge(cpu=cpu, window=0.1, never=True)
+        assert r.status == CollectorStatus.FAILED
+        assert r.reason.startswith("perf had not begun recording when the capture ended, 0.1 s")
 
 
 def test_an_idle_target_is_ok_with_a_note():
@@ -68,6 +82,19 @@ def test_a_target_that_used_cpu_meanwhile_was_missed(cpu, status):
     assert r.status.value == status
     if status == "failed":
         assert f"the target used {cpu:.2f} s of CPU" in r.reason and "late" in r.reason
+
+
+@pytest.mark.parametrize(("cpu", "status"), [(0.04, "ok"), (0.33, "partial")])
+def test_cpu_missed_after_perf_said_it_recorded_is_no_late_start(cpu, status):
+    # perf said when its events went on (-D), and the target's CPU is counted from then: a
+    # target whose CPU goes to threads living 50 ms each (0.33 s in 4 s) gave perf no sample
+    r = judge(cpu=cpu, said_at=100.2, unseen=": short threads")
+    assert r.status.value == status
+    if status == "partial":
+        assert r.reason == (
+            "perf recorded nothing although the target used 0.33 s of CPU after perf began "
+            "recording: short threads"
+        )
 
 
 @pytest.mark.parametrize("opened", [0.0, 3.0])

@@ -103,7 +103,13 @@ class PerfCollector(PerfCollectorBase):
         if n == 0:
             nothing = "no on-CPU samples: no thread of the target ran on a CPU (an idle target)"
             busy = max(0.05, 5 / max(1, ctx.options.rate))  # the CPU time of 5 samples
-            return self.nothing_recorded(ctx, rec, error, nothing, files + tables, details, busy)
+            unseen = (
+                ": perf's sampling clock runs per thread, and CPU spent by threads that each "
+                "live a few milliseconds (a thread started per request) never reaches a sample"
+            )
+            return self.nothing_recorded(
+                ctx, rec, error, nothing, files + tables, details, busy, unseen
+            )
         files += tables
         problems = []
         if rec.capped():

@@ -194,6 +194,12 @@ class PerfRecord:
             f"thread's event without end); what it recorded until then is kept"
         )
 
+    def never_recorded(self) -> bool:
+        """perf ran with ``-D`` and never said its events were on: it recorded nothing
+        because it had not begun (a capture stopped while perf was still starting)."""
+        child = self.child
+        return self.delayed and child is not None and EVENTS_ON not in child.stderr_text(4096)
+
     def wait_recording(self, until: float) -> float | None:
         """Wait (until monotonic ``until`` at most, or a stop) for perf to say its events
         are on; the monotonic time it did, or None (not yet, perf exited, or a perf
@@ -365,6 +371,7 @@ class PerfCollectorBase(Collector):
         files: list[str],
         details: dict[str, Any],
         busy_cpu_s: float = 0.05,
+        unseen: str = "",
     ) -> CollectorRecord:
         """The record of a recording without a single event (``nothing`` says what it
         lacks, and why an idle target gives that).
@@ -375,7 +382,9 @@ class PerfCollectorBase(Collector):
         records: ``ok``, with that as a note, not a failure. A target that used CPU meanwhile
         was missed (perf starts recording late on a busy host): ``failed``, as are a target
         that had exited before perf attached and a perf that failed, with the reason. Where
-        the target's CPU time cannot be read, perf must have run for most of the window."""
+        the target's CPU time cannot be read, perf must have run for most of the window.
+        A perf that said when it began recording (``-D``) did not start late: the CPU it
+        missed since (``unseen`` says where such CPU goes) leaves the recording ``partial``."""
         stderr = rec.stderr()
         details["poll_fix"] = rec.poll_fix
         if rec.spun is not None:
@@ -386,6 +395,18 @@ class PerfCollectorBase(Collector):
         details["target_cpu_s"] = None if used is None else round(used, 3)
         window = ctx.window()
         ran = max(0.0, ctx.end_s() - rec.started_t)
+        if rec.never_recorded():
+            reason = (
+                f"perf had not begun recording when the capture ended, {ctx.end_s():.1f} s "
+                f"after it started (perf takes seconds to start on a busy host)"
+            )
+            return self.record(CollectorStatus.FAILED, reason, files, **details)
+        if used is not None and used >= busy_cpu_s and rec.recording_at is not None:
+            reason = (
+                f"perf recorded nothing although the target used {used:.2f} s of CPU after "
+                f"perf began recording{unseen}"
+            )
+            return self.record(CollectorStatus.PARTIAL, reason, files, **details)
         if used is not None and used >= busy_cpu_s:
             reason = (
                 f"perf recorded nothing although the target used {used:.2f} s of CPU while it "
