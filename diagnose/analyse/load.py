@@ -45,6 +45,9 @@ class BundleData:
     fs_samples: pd.DataFrame | None = None  # false_sharing/samples.csv
     fs_code: dict[str, Any] | None = None  # false_sharing/code.json
     host_procs: pd.DataFrame | None = None  # proc/host.csv: other processes' CPU
+    #: python/calls.json: "FILE:LINE" -> the calls that line makes, in the order they run,
+    #: each (name, kind) (collect/linecalls.py); empty in bundles without it
+    py_line_calls: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
     @property
     def machine(self) -> str:
@@ -118,6 +121,7 @@ def load(bundle: Bundle) -> BundleData:
         sched_stacks=sched_stacks,
         c2c=_c2c(bundle, missing),
         host_procs=_host_procs(bundle, missing),
+        py_line_calls=_line_calls(bundle) if py_intervals is not None else {},
         perf_stat=_perf_stat(bundle, missing),
         **_false_sharing(bundle, missing),
     )
@@ -265,6 +269,20 @@ def _perf_sched(
         {"t": "float", "tid": "int", "dur": "float", "stack_id": "int", "blocked": "int"},
     )
     return offcpu, futex, stack_table(stacks) if stacks is not None else {}
+
+
+def _line_calls(bundle: Bundle) -> dict[str, list[tuple[str, str]]]:
+    """python/calls.json, or nothing (older bundles, an unreadable file: the order of the
+    calls on a line is then measured from the samples alone)."""
+    if not bundle.has("python/calls.json"):
+        return {}
+    try:
+        doc = bundle.json("python/calls.json")
+    except BadBundle:
+        return {}
+    return {
+        str(at): [(str(c[0]), str(c[1])) for c in calls if len(c) == 2] for at, calls in doc.items()
+    }
 
 
 def _c2c(bundle: Bundle, missing: dict[str, str]) -> dict[str, Any] | None:

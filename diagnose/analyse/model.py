@@ -84,6 +84,9 @@ class Structure:
     calls: list[ModelPath] = field(default_factory=list)
     feeders: dict[int, str] = field(default_factory=dict)
     same_line: dict[tuple[int, Stack], str] = field(default_factory=dict)
+    #: calls on a model call's line placed by the line's source (python/calls.json):
+    #: (the line's frame, the called function's name) -> "pre" | "post"
+    by_source: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

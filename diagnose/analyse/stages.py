@@ -15,7 +15,9 @@ can mislead (an endpoint called ``predict``). The structure of the calls says mo
    them frame by frame from the root: where it leaves a model path in the same function at
    an earlier line, it ran before the model call (preprocessing); at a later line, after it
    (postprocessing, or serialisation where a frame names it). A call made on the model
-   call's own line (``score(clean(text))``) is placed by the order it ran in: the Python
+   call's own line (``score(clean(text))``) is placed by the line's source where the
+   capture could read it (Python runs a call's arguments before the call:
+   collect/linecalls.py), else by the order it ran in: the Python
    stacks are timestamped, so whether that call ran when the thread came to the line (before
    the model) or as it left it (after) is measured; where neither order dominates, the sample
    keeps its name's category.
@@ -69,6 +71,7 @@ def stages(ctx: Context) -> None:
     structure = Structure(paths=paths, calls=shared_calls(paths))
     structure.feeders = feeders(ctx, structure)
     structure.same_line = same_line_order(ctx, structure)
+    structure.by_source = source_orders(ctx, structure)
     ctx.structure = structure
     ctx.oncpu = [place_sample(s, structure, frames) for s in ctx.oncpu]
     _metrics(ctx, structure)
@@ -211,7 +214,10 @@ def place_sample(s: OnCpuSample, structure: Structure, frames: FrameRules) -> On
     if structure.calls:
         where, line = placement(py, structure.calls, frames)
         if where == "line":
-            where = structure.same_line.get((s.tid, line), "")
+            callee = _name(py[len(line)]) if len(py) > len(line) else ""
+            where = structure.by_source.get((line[-1], callee)) or structure.same_line.get(
+                (s.tid, line), ""
+            )
         if where == "model":
             return replace(s, category=frames.inference_category(s.stack), how="structure")
         if where in ("pre", "post"):
@@ -231,7 +237,8 @@ def _stage(where: str, s: OnCpuSample, frames: FrameRules) -> str:
 
 
 def same_line_order(ctx: Context, structure: Structure) -> dict[tuple[int, Stack], str]:
-    """Calls made on a model call's own line, placed by the order they ran in.
+    """Calls made on a model call's own line, placed by the order they ran in (where the
+    line's source does not say: :func:`source_orders`).
 
     For each such line of each thread: the thread's py-spy stacks in time order, in runs of
     consecutive stacks through that line (a run ends where the thread leaves the line, or
@@ -273,6 +280,81 @@ def same_line_order(ctx: Context, structure: Structure) -> dict[tuple[int, Stack
             else ""
         )
     return {(tid, line): order[line[-1]] for tid, line in lines}
+
+
+def source_orders(ctx: Context, structure: Structure) -> dict[tuple[str, str], str]:
+    """Calls made on a model call's own line, placed by the line's source: (the line's
+    frame, the called function's name) -> "pre" | "post".
+
+    The capture read the calls each line makes, in the order Python runs them (a call's
+    arguments before the call: collect/linecalls.py); :func:`source_order` places each
+    function seen called at the line against the call towards the model. Lines and calls
+    the source does not place are left to the samples (:func:`same_line_order`)."""
+    if not structure.calls or not ctx.data.py_line_calls:
+        return {}
+    seen: dict[Stack, set[str]] = defaultdict(set)
+    for s in ctx.oncpu:
+        if ctx.frames.model_call(s.stack) is None:
+            py = tuple(f for f in s.stack if not is_native_frame(f))
+            where, line = placement(py, structure.calls, ctx.frames)
+            if where == "line" and len(py) > len(line):
+                seen[line].add(_name(py[len(line)]))
+    out: dict[tuple[str, str], str] = {}
+    for line, callees in seen.items():
+        calls = ctx.data.py_line_calls.get(_line_key(line[-1]), [])
+        towards = _towards_model(line, structure.calls)
+        for callee in callees:
+            order = source_order(calls, towards, callee, callees)
+            if order:
+                out[(line[-1], callee)] = order
+    return out
+
+
+def _name(frame: str) -> str:
+    """The function's own name in a Python frame (``Model.predict`` -> ``predict``)."""
+    return split_frame(frame)[0].rsplit(".", 1)[-1]
+
+
+def _line_key(frame: str) -> str:
+    """``FILE:LINE`` of a Python frame (python/calls.json's key), "" for another frame."""
+    _, file = split_frame(frame)
+    line = frame_line(frame)
+    return f"{file}:{line}" if file and line is not None else ""
+
+
+def source_order(
+    calls: list[tuple[str, str]], towards: set[tuple[str, str]], callee: str, seen: set[str]
+) -> str:
+    """ "pre" or "post" for function ``callee`` called at a model call's line, from the
+    calls the line makes in the order Python runs them, or "" where the source does not say.
+
+    The call towards the model is the one named as the function it enters (``score``); a
+    module or a model object called (``self.model(x)``: its frame is ``_call_impl`` or
+    ``__call__``) is found instead as the line's only call, builtins aside, that is none of
+    the functions ``seen`` called at the line besides it. ``callee`` is placed by its own
+    call where the line names it (``score(clean(text))`` runs ``clean`` first,
+    ``fmt(score(x))`` ``fmt`` last); a function the line does not name (an alias, a
+    function a builtin calls, ``sorted(xs, key=f)``) by the line's other calls that can run
+    Python frames (every call but a builtin's, and a builtin given a function), where they
+    all come before the model call or all after it. A native model call has no frame to
+    find it by: left to the samples."""
+    if not calls or AT_LINE in towards:
+        return ""
+    names = {name.rsplit(".", 1)[-1] for name, _ in towards}
+    at = [i for i, (name, _) in enumerate(calls) if name in names]
+    if not at:
+        candidates = [i for i, (name, kind) in enumerate(calls) if kind == "" and name not in seen]
+        at = candidates if len(candidates) == 1 else []
+    if not at:
+        return ""
+    mine = [i for i, (name, _) in enumerate(calls) if name == callee and i not in at]
+    if not mine:
+        mine = [i for i, (_, kind) in enumerate(calls) if i not in at and kind != "builtin"]
+    if mine and max(mine) < min(at):
+        return "pre"
+    if mine and min(mine) > max(at):
+        return "post"
+    return ""
 
 
 #: a Python stack at a model call's line itself, when the call is native (a GEMM)
@@ -413,6 +495,10 @@ def _metrics(ctx: Context, structure: Structure) -> None:
         "same_line": [
             {"tid": tid, "line": line[-1], "order": order or "not measured"}
             for (tid, line), order in sorted(structure.same_line.items())[:20]
+        ],
+        "same_line_by_source": [
+            {"line": line, "call": callee, "order": order}
+            for (line, callee), order in sorted(structure.by_source.items())[:20]
         ],
     }
 

@@ -348,4 +348,5 @@ SCHEMAS: dict[str, Spec] = {
     "system.json": SYSTEM,
     "c2c/lines.json": C2C_LINES,
     "python/gil.json": Obj({"samples": INT}),
+    "python/calls.json": DictOf(ListOf(_STRS)),
 }

@@ -37,6 +37,7 @@ from diagnose.bundle.writer import guarded_csv_writer
 from diagnose.collect.base import CaptureContext, Collector, CollectorFailed, covered_most
 from diagnose.collect.budget import REPLAN_AFTER_S, REPLAN_MIN_LEFT_S, Plan, replan
 from diagnose.collect.child import Child
+from diagnose.collect.linecalls import line_calls
 from diagnose.collect.toolcpu import cpu_of
 from diagnose.formats.pyspy import (
     FormatError,
@@ -510,12 +511,16 @@ class PythonTables:
                 name=f"Python stacks of PID {self.ctx.target.pid}",
             ),
         )
+        target = self.ctx.target
+        calls = line_calls(stacks, target.pid, target.uid)
+        w.write_json("python/calls.json", {k: [list(c) for c in v] for k, v in calls.items()})
         return [
             "python/intervals.csv",
             "python/stacks.csv",
             "python/threads.csv",
             "python/stacks.folded",
             "python/python.speedscope.json",
+            "python/calls.json",
         ]
 
     def _thread_intervals(self, tid: int) -> list[Interval]:

@@ -355,3 +355,87 @@ def test_the_entry_method_of_a_model_class_is_the_model_call() -> None:
     got, ctx = placed([(1, clean, 8.0), (1, helper, 1.0)])
     assert ctx.structure.calls == []  # type: ignore[union-attr]
     assert got[(1, clean)][1] == "name"
+
+
+def placed_with_source(samples, intervals, stacks, calls):  # type: ignore[no-untyped-def]
+    """:func:`placed`, with the line calls the capture read (python/calls.json)."""
+    data = bundle_data([], intervals, stacks, py_line_calls=calls)
+    ctx = context(data)
+    ctx.oncpu = [OnCpuSample(t, st, w, FR.categorize(st)) for t, st, w in samples]
+    stages.stages(ctx)
+    return {(s.tid, s.stack): (s.category, s.how) for s in ctx.oncpu}, ctx
+
+
+SCORE = "score (/srv/app.py:30)"
+LINE = ("serve (/srv/app.py:90)", "handle (/srv/app.py:38)")
+
+
+@pytest.mark.parametrize(
+    ("calls", "order"),
+    [
+        # return {"queue": int(score(clean(t.text))) % 7}: clean runs before score (its
+        # frame is "prepare": clean is an alias, so the line's other calls decide)
+        ([("clean", ""), ("score", ""), ("int", "builtin")], "pre"),
+        # return fmt(score(x)): fmt runs after it
+        ([("score", ""), ("fmt", "")], "post"),
+        # the callee named on the line: its own call decides, whatever else is there
+        ([("prepare", ""), ("score", ""), ("fmt", "")], "pre"),
+    ],
+)
+def test_a_call_on_the_model_call_s_line_is_placed_by_the_line_s_source(calls, order) -> None:
+    # GIVEN py-spy runs that vote the other way (the thread goes from one request's model
+    # call into the next one's cleaning without a sample outside the line: 10 Hz on a
+    # saturated service), and the line's calls read from its source
+    g = (*LINE, "prepare (/srv/textwork.py:12)")
+    m = (*LINE, SCORE, TORCH)
+    stacks = {0: g, 1: m, 2: ("serve (/srv/app.py:91)",)}
+    iv = [x for tid in (1, 2, 3, 4) for x in _runs(tid, ["MG", "MG", "MG"])]
+    samples = [(tid, st, 1.0) for tid in (1, 2, 3, 4) for st in (m, g)]
+    by_votes, _ = placed(samples, iv, stacks)
+    got, ctx = placed_with_source(samples, iv, stacks, {"/srv/app.py:38": calls})
+    # THEN the source places it, in every thread
+    want = "preprocess" if order == "pre" else "postprocess"
+    assert {got[(tid, g)] for tid in (1, 2, 3, 4)} == {(want, "structure")}
+    assert ctx.out.oncpu["structure"]["same_line_by_source"] == [
+        {"line": LINE[-1], "call": "prepare", "order": order}
+    ]
+    # and without the source, the votes would have said "post"
+    assert by_votes[(1, g)] == ("postprocess", "structure")
+
+
+@pytest.mark.parametrize(
+    "calls",
+    [
+        [("clean", ""), ("score", ""), ("fmt", "")],  # other calls on both sides
+        [("score", "")],  # nothing else on the line that runs Python (a property? a dunder?)
+        [("clean", ""), ("int", "builtin")],  # the model's call is not found
+        [],  # the file was not read
+    ],
+)
+def test_near_miss_a_line_whose_source_does_not_say_is_left_to_the_samples(calls) -> None:
+    g = (*LINE, "prepare (/srv/textwork.py:12)")
+    m = (*LINE, SCORE, TORCH)
+    stacks = {0: g, 1: m, 2: ("serve (/srv/app.py:91)",)}
+    iv = [x for tid in (1, 2, 3, 4) for x in _runs(tid, ["MG", "MG", "MG"])]
+    samples = [(tid, st, 1.0) for tid in (1, 2, 3, 4) for st in (m, g)]
+    got, ctx = placed_with_source(samples, iv, stacks, {"/srv/app.py:38": calls})
+    assert got[(1, g)] == ("postprocess", "structure")  # the votes' order
+    assert ctx.out.oncpu["structure"]["same_line_by_source"] == []
+
+
+def test_a_model_object_called_on_the_line_is_found_as_its_only_other_call() -> None:
+    # return shape_reply(self.model(tidy(x))): the model's frame is _call_impl, not
+    # "model"; the line's other two calls are the functions seen called there
+    pre = (*LINE, "tidy (/srv/app.py:50)")
+    post = (*LINE, "shape_reply (/srv/app.py:60)")
+    m = (*LINE, TORCH)
+    stacks = {0: pre, 1: m, 2: post, 3: ("serve (/srv/app.py:91)",)}
+    calls = [("tidy", ""), ("model", ""), ("shape_reply", "")]
+    samples = [(1, st, 1.0) for st in (pre, m, post)]
+    got, _ = placed_with_source(samples, [(1, 0.0, 0.1, 3)], stacks, {"/srv/app.py:38": calls})
+    assert got[(1, pre)] == ("preprocess", "structure")
+    assert got[(1, post)] == ("postprocess", "structure")
+    # near miss: two calls on the line that could be the model's: not placed
+    calls = [("tidy", ""), ("model", ""), ("cache", ""), ("shape_reply", "")]
+    got, _ = placed_with_source(samples, [(1, 0.0, 0.1, 3)], stacks, {"/srv/app.py:38": calls})
+    assert got[(1, pre)] == ("other", "name")

@@ -217,7 +217,7 @@ def _cells(text: str, column: str) -> list[str]:
 def test_thread_names_in_the_bundle_tables_are_spreadsheet_safe(tmp_path):
     # GIVEN thread names that are formulas, written by the Python and /proc collectors
     w = BundleWriter.create(tmp_path / "b")
-    ctx = SimpleNamespace(writer=w, target=SimpleNamespace(pid=1))
+    ctx = SimpleNamespace(writer=w, target=SimpleNamespace(pid=1, uid=0))
     tables = PythonTables(ctx)  # type: ignore[arg-type]
     names = {i + 1: name for i, name in enumerate(FORMULAS)}
     tables.add([Interval(tid, 0.0, 1.0, ("f (a.py:1)",)) for tid in names], names)
@@ -285,7 +285,7 @@ def test_raw_py_spy_chunks_go_once_their_intervals_are_in_the_tables(tmp_path):
     stop = threading.Event()
     ctx = SimpleNamespace(
         writer=w,
-        target=SimpleNamespace(pid=1),
+        target=SimpleNamespace(pid=1, uid=0),
         options=SimpleNamespace(native=False, nonblocking=True, rate=100),
         target_exited=threading.Event(),
         stop_event=stop,
@@ -306,7 +306,7 @@ def finishing(w: BundleWriter, window: float) -> CaptureContext:
     """What a collector's ``finish`` reads of a capture context, around ``w``."""
     ctx = SimpleNamespace(
         writer=w,
-        target=SimpleNamespace(pid=1),
+        target=SimpleNamespace(pid=1, uid=0),
         options=SimpleNamespace(rate=100),
         target_exited=threading.Event(),
         window=lambda: window,

@@ -121,6 +121,9 @@ def real(tmp_path_factory) -> dict[str, Any]:
     report["oncpu"]["structure"]["feeders"] = [
         {"tid": 7, "name": "producer", "evidence": "hands work over at Queue.put (queue.py:1)"}
     ]
+    report["oncpu"]["structure"]["same_line_by_source"] = [
+        {"line": "handle (app.py:38)", "call": "prepare", "order": "pre"}
+    ]
     report["oncpu"]["pools"] = [
         {"name": "OpenBLAS", "threads": [8], "cpu_share": 0.5, "spin_share": 0.4,
          "fix": "OPENBLAS_NUM_THREADS=1"}
