@@ -70,8 +70,9 @@ def stages(ctx: Context) -> None:
     paths = model_paths(ctx.oncpu, frames)
     structure = Structure(paths=paths, calls=shared_calls(paths))
     structure.feeders = feeders(ctx, structure)
-    structure.same_line = same_line_order(ctx, structure)
-    structure.by_source = source_orders(ctx, structure)
+    at_lines = samples_at_lines(ctx, structure)
+    structure.same_line = same_line_order(ctx, structure, at_lines)
+    structure.by_source = source_orders(ctx, structure, at_lines)
     ctx.structure = structure
     ctx.oncpu = [place_sample(s, structure, frames) for s in ctx.oncpu]
     _metrics(ctx, structure)
@@ -236,7 +237,22 @@ def _stage(where: str, s: OnCpuSample, frames: FrameRules) -> str:
     return "serialisation" if frames.stage_by_name(s.stack) == "serialisation" else "postprocess"
 
 
-def same_line_order(ctx: Context, structure: Structure) -> dict[tuple[int, Stack], str]:
+def samples_at_lines(ctx: Context, structure: Structure) -> list[tuple[int, Stack, Stack]]:
+    """(tid, the line's frames, the Python stack) of every on-CPU sample in another call
+    made on a model call's own line."""
+    out = []
+    for s in ctx.oncpu:
+        if structure.calls and ctx.frames.model_call(s.stack) is None:
+            py = tuple(f for f in s.stack if not is_native_frame(f))
+            where, line = placement(py, structure.calls, ctx.frames)
+            if where == "line":
+                out.append((s.tid, line, py))
+    return out
+
+
+def same_line_order(
+    ctx: Context, structure: Structure, at_lines: list[tuple[int, Stack, Stack]]
+) -> dict[tuple[int, Stack], str]:
     """Calls made on a model call's own line, placed by the order they ran in (where the
     line's source does not say: :func:`source_orders`).
 
@@ -250,13 +266,7 @@ def same_line_order(ctx: Context, structure: Structure) -> dict[tuple[int, Stack
     are pooled; the line is "pre" or "post" where one side has ORDER_MARGIN times the
     other's votes and at least ORDER_MIN_VOTES."""
     iv, stacks = ctx.data.py_intervals, ctx.data.py_stacks
-    lines: set[tuple[int, Stack]] = set()
-    for s in ctx.oncpu:
-        if structure.calls and ctx.frames.model_call(s.stack) is None:
-            py = tuple(f for f in s.stack if not is_native_frame(f))
-            where, line = placement(py, structure.calls, ctx.frames)
-            if where == "line":
-                lines.add((s.tid, line))
+    lines = {(tid, line) for tid, line, _ in at_lines}
     if iv is None or iv.empty or not lines:
         return {}
     votes: dict[str, list[int]] = defaultdict(lambda: [0, 0])
@@ -282,7 +292,9 @@ def same_line_order(ctx: Context, structure: Structure) -> dict[tuple[int, Stack
     return {(tid, line): order[line[-1]] for tid, line in lines}
 
 
-def source_orders(ctx: Context, structure: Structure) -> dict[tuple[str, str], str]:
+def source_orders(
+    ctx: Context, structure: Structure, at_lines: list[tuple[int, Stack, Stack]]
+) -> dict[tuple[str, str], str]:
     """Calls made on a model call's own line, placed by the line's source: (the line's
     frame, the called function's name) -> "pre" | "post".
 
@@ -293,12 +305,9 @@ def source_orders(ctx: Context, structure: Structure) -> dict[tuple[str, str], s
     if not structure.calls or not ctx.data.py_line_calls:
         return {}
     seen: dict[Stack, set[str]] = defaultdict(set)
-    for s in ctx.oncpu:
-        if ctx.frames.model_call(s.stack) is None:
-            py = tuple(f for f in s.stack if not is_native_frame(f))
-            where, line = placement(py, structure.calls, ctx.frames)
-            if where == "line" and len(py) > len(line):
-                seen[line].add(_name(py[len(line)]))
+    for _, line, py in at_lines:
+        if len(py) > len(line):
+            seen[line].add(_name(py[len(line)]))
     out: dict[tuple[str, str], str] = {}
     for line, callees in seen.items():
         calls = ctx.data.py_line_calls.get(_line_key(line[-1]), [])
