@@ -163,6 +163,7 @@ class _ChunkedPySpy:
             if index > 0 and self._stopped() and not self._wrote(rel):
                 # a later py-spy (restarted at a lower rate, or the next chunk) stopped (Ctrl-C, the
                 # window's end) before it wrote anything: the chunks before hold the samples
+                ctx.writer.unlink(rel)  # an empty file, if it made one
                 break
             self.chunks.append((rel, spawn_t, end_t, rc, child.stderr_text()))
             index += 1

@@ -15,9 +15,11 @@ from diagnose.bundle.writer import BundleWriter
 from diagnose.collect import pyspy
 from diagnose.collect.base import CaptureContext, CaptureOptions
 
-# says it samples, then waits for SIGINT; on SIGINT writes "$1" (WRITE=1) and exits 0
+# says it samples, creates "$1" empty, then waits for SIGINT; on SIGINT writes "$1" (WRITE=1)
+# and exits 0
 FAKE = (
     'echo "py-spy> Sampling process 100 times a second. Press Control-C to exit." >&2; '
+    ': > "$1"; '
     'trap \'[ "$WRITE" = 1 ] && echo "main;work 7" > "$1"; exit 0\' INT; '
     "while :; do sleep 0.05; done"
 )
@@ -67,6 +69,7 @@ def test_a_later_chunk_stopped_before_it_wrote_anything_is_left_out(tmp_path):
     rel, _, _, rc, said = runner.chunks[0]
     assert rc == 0 and "Sampling process" in said
     assert (tmp_path / "b" / rel).read_text() == "main;work 7\n"
+    assert not (tmp_path / "b" / "python" / "pyspy-001.folded").exists()
 
 
 def test_a_later_chunk_that_wrote_before_the_stop_is_kept(tmp_path):
@@ -83,4 +86,4 @@ def test_a_first_chunk_stopped_before_it_wrote_anything_is_still_listed(tmp_path
     # the only chunk: the collector must see it to say that py-spy wrote nothing, and why
     runner = run_chunks(tmp_path, writes=[False], stop_after=0.3)
     assert [rel for rel, *_ in runner.chunks] == ["python/pyspy-000.folded"]
-    assert not (tmp_path / "b" / "python" / "pyspy-000.folded").exists()
+    assert (tmp_path / "b" / "python" / "pyspy-000.folded").read_text() == ""  # kept, empty
