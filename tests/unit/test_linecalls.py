@@ -69,3 +69,11 @@ def test_a_file_that_is_not_python_or_is_gone_gives_nothing(tmp_path):
     path.write_text("def broken(:\n    pass\n")
     stacks = [(f"serve ({path}:1)", "leaf (/x/lib.py:1)"), ("a (/gone/app.py:1)", "b (/x.py:1)")]
     assert line_calls(stacks, os.getpid(), os.getuid()) == {}
+
+
+def test_a_fifo_named_as_the_code_s_file_is_not_read(tmp_path):
+    # the target names its files: a FIFO would block a reader forever
+    path = tmp_path / "app.py"
+    os.mkfifo(path, 0o644)
+    stacks = [(f"serve ({path}:1)", "leaf (/x/lib.py:1)")]
+    assert line_calls(stacks, os.getpid(), os.getuid()) == {}
