@@ -61,7 +61,7 @@ MEMBERS = sorted(
             "trace-000.json", "trace-000.stderr", "trace-001.json", "trace-001.stderr",
             "gil-000.folded", "gil-000.stderr", "gil-001.folded", "gil-001.stderr",
             "intervals.csv", "stacks.csv", "threads.csv", "stacks.folded",
-            "python.speedscope.json", "gil.folded", "gil.json")),
+            "python.speedscope.json", "gil.folded", "gil.json", "calls.json")),
         *(f"{d}/{n}" for d in ("native", "sched", "c2c") for n in (
             ".perf.data", ".perf.data.old", "perf-record.stderr", "perf-script.stderr")),
         *(f"native/{n}" for n in (
