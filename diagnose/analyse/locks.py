@@ -259,7 +259,9 @@ def _futex_metrics(ctx: Context, fx: pd.DataFrame) -> list[FutexLock]:
     m["futex_wait_s"] = rounded(float(fx["dur"].sum()), 3)
     lk = fx[TextCodes(fx["kind"]).eq("lock")]
     m["futex_lock_wait_s"] = rounded(float(lk["dur"].sum()), 3)
-    locks = futex_locks(ctx.data, lk, fx)
+    # the waiters' sites py-spy and /proc agree on (blocked ticks, one clock), by address
+    blocked_sites = {a: h.site for h in ctx.hotspots if h.site for a in h.addresses}
+    locks = futex_locks(ctx.data, lk, fx, blocked_sites)
     ctx.out.extra.setdefault("perf", {})["futex_locks"] = [d.to_dict() for d in locks]
     top = locks[0] if locks else None
     m["futex_top_address"] = top.address if top else ""
@@ -271,8 +273,20 @@ def _futex_metrics(ctx: Context, fx: pd.DataFrame) -> list[FutexLock]:
     return locks
 
 
-def futex_locks(data: BundleData, lk: pd.DataFrame, fx: pd.DataFrame) -> list[FutexLock]:
-    """Lock addresses two or more threads waited on, longest wait first, with holders."""
+def futex_locks(
+    data: BundleData,
+    lk: pd.DataFrame,
+    fx: pd.DataFrame,
+    blocked_sites: dict[str, str] | None = None,
+) -> list[FutexLock]:
+    """Lock addresses two or more threads waited on, longest wait first, with holders.
+
+    The waiters' site is the Python frame py-spy saw them in around their waits. A wait
+    shorter than py-spy's period, placed on py-spy's samples across two clocks, often
+    takes the stack sampled just before it (the line before the ``with lock:``, where the
+    thread queued for the GIL); the site of the blocked ticks of the same address
+    (``blocked_sites``: /proc's blocked time, one clock with py-spy, weighted by time)
+    is preferred when the waits saw it too."""
     out = []
     for addr, grp in lk.groupby("uaddr"):
         waiters = grp["tid"].nunique()
@@ -281,6 +295,9 @@ def futex_locks(data: BundleData, lk: pd.DataFrame, fx: pd.DataFrame) -> list[Fu
         sites = Counter(s for s in grp["py_leaf"].tolist() if s)
         natives = Counter(s for s in grp["native"].tolist() if s)
         site = (sites or natives).most_common(1)[0][0] if (sites or natives) else ""
+        blocked = (blocked_sites or {}).get(str(addr), "")
+        if blocked and sites.get(blocked):
+            site = blocked
         by_thread = grp.groupby("tid")["dur"].sum().sort_values(ascending=False).head(20)
         out.append(
             FutexLock(

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from diagnose.analyse.frames import inside_region
+from diagnose.analyse.load import BundleData
 from diagnose.analyse.locks import (
     covered_within,
     gil_behind_locks,
@@ -236,3 +237,54 @@ def test_time_covered_inside_windows_matches_merging_by_hand(waits, windows):
     got = covered_within(merged_intervals(ws, we), a, b)
     want = [_covered_by_hand(waits, x, y) for x, y in zip(a, b, strict=True)]
     assert got == pytest.approx(want, abs=1e-9)
+
+
+# --- the waiters' site: short waits placed on py-spy's samples across two clocks ---------
+
+PREP = ("main (app.py:1)", "worker (app.py:9)")  # the line before `with LOCK:`
+AT_SITE = ("main (app.py:1)", SITE)
+RESIZE = ("main (app.py:1)", "worker (app.py:11)", "resize (img.py:40)")
+
+
+def short_waits_after_the_line_before() -> BundleData:
+    """Threads 2 and 3 wait on 0xa. py-spy saw them at PREP until 0.1 s, then at SITE;
+    /proc saw them blocked on 0xa throughout (5 of 6 ticks at SITE). perf's waits: three
+    short ones in the first 0.1 s (their time takes PREP: the sample before each wait) and
+    one at 0.2 s, all ended by thread 1, which py-spy saw releasing at SITE until 0.1 s and
+    in ``resize`` (inside the region) after."""
+    rows = ticks(1, [round(0.1 * i, 9) for i in range(6)], state="R")
+    for tid in (2, 3):
+        rows += ticks(tid, [0.0] * 6, state="S", syscall=FUTEX, arg0="0xa")
+    stacks = {0: AT_SITE, 1: RESIZE, 2: PREP}
+    intervals = [(1, 0.0, 0.1, 0), (1, 0.1, 0.55, 1)]
+    intervals += [(t, 0.0, 0.1, 2) for t in (2, 3)] + [(t, 0.1, 0.55, 0) for t in (2, 3)]
+    waits = [
+        {"t": t0, "tid": tid, "uaddr": "0xa", "dur": d, "waker": 1, "wake_t": t0 + d}
+        for tid in (2, 3)
+        for t0, d in ((0.0, 0.03), (0.03, 0.03), (0.06, 0.03), (0.2, 0.02))
+    ]
+    return bundle_data(rows, intervals, stacks, sched_futex=futex_table(waits))
+
+
+def test_the_waiters_site_is_the_blocked_ticks_site_when_perf_s_waits_saw_it_too():
+    # GIVEN most of perf's waits take the stack sampled before them (PREP)
+    ctx = run(short_waits_after_the_line_before(), thread_states, proc_locks)
+    assert ctx.hotspots[0].site == SITE  # /proc's blocked time, weighted by time
+    perf_locks(ctx)
+    m = ctx.metrics
+    # THEN the futex lock's site is the blocked ticks' one, not the line before it
+    assert m["futex_top_site"] == SITE
+    # AND the holder is what it ran inside the region, not its release at the `with` line
+    # (which the line before would not exclude)
+    assert m["futex_top_holder_site"] == "resize (img.py:40)"
+    assert m["lock_top_holder_site"] == "resize (img.py:40)"
+    assert m["lock_top_holder_source"] == "measured"
+
+
+def test_without_blocked_ticks_at_its_site_the_waits_own_site_stands():
+    # near miss: /proc's site is not among the sites of perf's waits on the address
+    data = short_waits_after_the_line_before()
+    ctx = run(data, thread_states, proc_locks)
+    ctx.hotspots[0].site = "elsewhere (app.py:50)"
+    perf_locks(ctx)
+    assert ctx.metrics["futex_top_site"] == "worker (app.py:9)"
