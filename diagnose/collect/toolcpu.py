@@ -3,10 +3,11 @@
 The /proc sampler reads the total at every slow tick (``tool_cpu_s`` in proc/process.csv:
 one read of /proc/self/stat and one per helper) and the parts twice, when the measured
 window opens and when it closes: diagnose's threads by name (the /proc sampler, a py-spy
-chunk reader, the main thread) and its helpers by label (``py-spy trace``, ``perf record
-sched``, collect/child.py). A helper that exited keeps the last value read, so no part ever drops;
-the CPU of diagnose's threads that ended between the two reads is ``diagnose (ended
-threads)``, the difference between the process's total and its live threads'.
+chunk reader, the main thread; to the nanosecond, from schedstat) and its helpers by
+label (``py-spy trace``, ``perf record sched``, collect/child.py). A helper that exited
+keeps the last value read, so no part ever drops; the CPU of diagnose's threads that ended
+between the two reads is ``diagnose (ended threads)``, the difference between the
+process's total and its live threads'.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import os
 import threading
 
 from diagnose.collect.child import live_helpers
-from diagnose.collect.procfs import CLK_TCK, parse_stat
+from diagnose.collect.procfs import CLK_TCK, parse_schedstat, parse_stat
 
 OWN = "diagnose"
 ENDED = "diagnose (ended threads)"
@@ -29,6 +30,17 @@ def cpu_of(path: str) -> float | None:
     except (OSError, ValueError):
         return None
     return (st.utime + st.stime) / CLK_TCK
+
+
+def thread_cpu_of(task: str) -> float | None:
+    """On-CPU seconds of one thread (``/proc/.../task/TID``) to the nanosecond, from its
+    ``schedstat``: ``stat`` counts clock ticks (10 ms), which a sampler using a few ms over
+    a window reads as nothing. ``stat`` where ``schedstat`` is missing (None: unreadable)."""
+    try:
+        with open(f"{task}/schedstat", "rb") as fh:
+            return parse_schedstat(fh.read().decode("ascii", "replace"))[0] / 1e9
+    except (OSError, ValueError):
+        return cpu_of(f"{task}/stat")
 
 
 def thread_label(name: str) -> str:
@@ -67,7 +79,7 @@ class ToolCpu:
         except OSError:
             tids = []
         for tid in tids:
-            cpu = cpu_of(f"/proc/self/task/{tid}/stat")
+            cpu = thread_cpu_of(f"/proc/self/task/{tid}")
             if cpu is not None:
                 out[("thread", tid)] = (thread_label(names.get(tid, "other threads")), cpu)
         return cpu_of("/proc/self/stat") or 0.0, out

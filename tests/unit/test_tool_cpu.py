@@ -77,6 +77,30 @@ def test_a_helper_that_exited_keeps_the_cpu_it_used(tmp_path):
     assert tc.since_start().get("perf script native", 0.0) >= 0.2
 
 
+def test_a_thread_that_used_a_few_milliseconds_is_counted_to_the_millisecond():
+    # a sampler that reads /proc for 4 ms in a window used no whole 10 ms clock tick: stat
+    # would say 0 or 0.01, schedstat says what it ran
+    tc = ToolCpu()
+    done = threading.Event()
+    ran = threading.Event()
+
+    def brief() -> None:
+        spin(0.004)
+        ran.set()
+        done.wait(10)
+
+    t = threading.Thread(target=brief, name="diagnose-brief")
+    tc.mark_start()
+    t.start()
+    try:
+        ran.wait(10)
+        parts = tc.since_start()
+    finally:
+        done.set()
+        t.join()
+    assert 0.003 <= parts.get("diagnose brief", 0.0) < 0.009, parts
+
+
 def test_before_the_window_opened_there_are_no_parts():
     assert ToolCpu().since_start() == {}
 
