@@ -283,16 +283,22 @@ def test_vary_finds_the_intra_op_setting_that_beats_the_default(tmp_path):
         assert service_stats(out, fixed["slug"])["intra_op_threads"] == 1
         # eight intra-op threads on a 2-core host (four times its cores, as a pod that sizes its
         # pool by the node's cores): the contrast with one holds with a CPU-heavy neighbour
-        # the default oversubscribes from the first user: every step's verdict says so, and
-        # where the knee is found it is at 1 (or 2). With a neighbour whose load comes and goes,
-        # a 3 s step's QPS can jump (40, 42, 81 QPS at 1, 2, 4 users, measured): the knee is
-        # then "not reached", which is what those figures say
-        assert [r["verdict"]["kind"] for r in default["steps"]] == ["oversubscription"] * 3
+        # past one client the default oversubscribes: those steps' verdicts say so. At one
+        # client the pool's 8 threads need not all be runnable at once: measured under a
+        # CPU-heavy neighbour, 2 CPU-bound threads on 2 cores with the neighbour holding 80% of
+        # the host (cpu_contention), or the model's time with a lighter one (the sample's
+        # docstring promises oversubscription past one client). Where the knee is found it is
+        # at 1 (or 2). With a neighbour whose load comes and goes, a 3 s step's QPS can jump
+        # (40, 42, 81 QPS at 1, 2, 4 users, measured): the knee is then "not reached", which
+        # is what those figures say
+        kinds = [r["verdict"]["kind"] for r in default["steps"]]
+        assert kinds[1:] == ["oversubscription"] * 2, kinds
+        assert kinds[0] in ("oversubscription", "cpu_contention", "model"), kinds
         k = default["knee"]
         assert k["status"] in ("found", "not_reached"), k["text"]
         if k["status"] == "found":
             assert k["users"] in (1, 2), k["text"]
-            assert k["verdict_at"]["primary"] == k["verdict_after"]["primary"] == "scheduling"
+            assert k["verdict_after"]["primary"] == "scheduling", k["text"]
         # the best setting is one intra-op thread, measurably better than the default
         best = m["best"]
         assert best["best"] == 1 and best["beats_baseline"] is True, best["text"]
