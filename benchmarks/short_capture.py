@@ -52,7 +52,9 @@ class _HasPid(Protocol):
     def pid(self) -> int: ...
 
 
-def one(tree: Path, pid: int, seconds: float, out: Path, cold: bool) -> dict[str, Any]:
+def one(
+    tree: Path, pid: int, seconds: float, out: Path, cold: bool, keep: Path | None = None
+) -> dict[str, Any]:
     shutil.rmtree(out, ignore_errors=True)
     if cold:
         cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
@@ -98,6 +100,12 @@ def one(tree: Path, pid: int, seconds: float, out: Path, cold: bool) -> dict[str
         perf_recording_s=pdet.get("recording_s"),
         perf_mb=round((pdet.get("recorded_bytes") or 0) / 2**20, 3),
         probe_cached_s=(pdet.get("probe") or {}).get("cached_s"),
+        # each collector's conversion after the window (side by side: finish_s is the longest)
+        finish_by={
+            name: rec["details"]["finish_s"]
+            for name, rec in man["collectors"].items()
+            if isinstance((rec.get("details") or {}).get("finish_s"), (int, float))
+        },
     )
     row["report_s"] = round(
         wall - row["started_s"] - row["window_start_s"] - (row["duration_actual"] or 0)
@@ -109,6 +117,11 @@ def one(tree: Path, pid: int, seconds: float, out: Path, cold: bool) -> dict[str
         row["tool_cpu_cores"] = rep["metrics"].get("tool_cpu_cores")
     except (OSError, ValueError, KeyError):
         row["verdict"] = None
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+        kept = keep / f"{tree.name}-{time.strftime('%H%M%S')}"
+        shutil.move(str(out), kept)
+        row["bundle"] = str(kept)
     shutil.rmtree(out, ignore_errors=True)
     return row
 
@@ -165,6 +178,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seconds", type=float, default=4.0, help="-d of each capture (4)")
     p.add_argument("--reps", type=int, default=5, help="captures per tree (5)")
     p.add_argument("--cold", action="store_true", help="no cached perf probe in any capture")
+    p.add_argument("--keep", type=Path, help="keep each capture's bundle under this folder")
     p.add_argument("--summarise", type=Path, help="print the table of a raw-rows file, no runs")
     args = p.parse_args(argv)
     if args.summarise:
@@ -189,7 +203,14 @@ def main(argv: list[str] | None = None) -> None:
             for name in names[r % len(names) :] + names[: r % len(names)]:
                 row = {"round": r, "tree": name, "loadavg": loadavg()}
                 row.update(
-                    one(Path(trees[name]), svc.pid, args.seconds, Path(tmp) / "b", args.cold)
+                    one(
+                        Path(trees[name]),
+                        svc.pid,
+                        args.seconds,
+                        Path(tmp) / "b",
+                        args.cold,
+                        args.keep,
+                    )
                 )
                 rows.append(row)
                 append_row(path, row)

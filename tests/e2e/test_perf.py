@@ -223,6 +223,28 @@ def test_size_cap_cuts_the_recording_and_says_so(tmp_path, monkeypatch):
     assert rec.details["recorded_bytes"] < 8 * 2**20
 
 
+def test_the_trace_stops_once_it_holds_its_event_budget(tmp_path, monkeypatch):
+    # GIVEN an event budget's size far below what a 3 s trace of six threads on a lock
+    # writes (~2 MB here): 60,000 events at 2 bytes
+    monkeypatch.setattr(sched_mod, "BYTES_PER_EVENT", 2)
+    monkeypatch.setattr(sched_mod, "RING_BYTES", 128 * 1024)  # perf checks its cap per write
+    b = capture_of(tmp_path, py_target("lock"), duration=3)
+    rec = b.manifest.collectors["perf_sched"]
+    # THEN perf stopped tracing early, which is the plan: not events missing (small ring
+    # buffers on a loaded host may drop some: that alone makes it partial)
+    assert "budget needs" in rec.reason and "was not traced" in rec.reason
+    assert "missing" not in rec.reason
+    assert rec.status.value == "ok" or "dropped" in rec.reason, rec.reason
+    stopped = rec.details["traced_until_s"]
+    window_end = b.manifest.capture.window_start_s + b.manifest.capture.duration_actual
+    assert stopped < window_end - 1.0
+    assert rec.details["recorded_bytes"] < 2 * 2**20
+    # AND what it traced until then is converted and judged
+    assert rec.details["offcpu_rows"] > 0 and rec.details["futex_rows"] > 0
+    rep = diagnose(b.root).report
+    assert rep["metrics"]["sched_switches_voluntary_per_s"] > 0
+
+
 def _perf_recordings(pid: int, target_pid: int) -> list[psutil.Process]:
     """The perf record processes diagnose ``pid`` runs on ``target_pid``."""
     out = []

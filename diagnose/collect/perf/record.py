@@ -261,6 +261,15 @@ class PerfRecord:
     def capped(self) -> bool:
         return bool(SIZE_LIMIT.search(self.stderr()))
 
+    def ended_s(self) -> float | None:
+        """When perf last wrote its recording (it rewrites the header as it ends), in seconds
+        since the capture started; None if there is none."""
+        try:
+            written = os.stat(self.data).st_mtime
+        except OSError:
+            return None
+        return round(time.monotonic() - max(0.0, time.time() - written) - self.ctx.t0, 3)
+
     def size_bytes(self) -> int:
         return self.ctx.writer.size_of(f"{self.subdir}/.perf.data")
 

@@ -18,8 +18,10 @@ frame pointers, because DWARF call chains on sched_switch wrote ~50 MB/s (the pl
 notes saw 19 MB/s) and here unwound no further than libc's futex wrapper, while frame
 pointers wrote 0.3-4.6 MB/s (4.6 for six threads on one lock, ~6,000 switches/s): the
 Python frames come from py-spy, joined at the same time in the analysis. The recording is
-bounded by a file cap (``--max-size``: 256 MB or a quarter of the bundle budget, reported
-when hit), a 2 MiB ring buffer per CPU, 64 MiB for all CPUs at most (dropped events are counted) and
+bounded by a file cap (``--max-size``): the size its event budget needs (below), so that a
+busy service is traced only for as long as what is converted takes (a torch service under
+load: its first second), or 256 MB or a quarter of the bundle budget where those are
+smaller (reported as missing events when hit), a 2 MiB ring buffer per CPU, 64 MiB for all CPUs at most (dropped events are counted) and
 :data:`MAX_SECONDS` of the capture window. perf checks the cap when it writes, so the file
 can exceed it by up to its ring buffers; only a recording that perf itself stopped at the
 cap ("perf size limit reached") misses events, and only that is reported as cut.
@@ -71,11 +73,26 @@ SCRIPT_TIMEOUT = 180.0
 #: symbols of every library the stacks pass through, ~1.6 CPU-s for libtorch_cpu.so alone
 EVENTS_PER_S = 6_000
 MIN_EVENTS = 60_000
+#: bytes of perf.data per scheduler event, at most, for the recording's own cap: perf stops
+#: recording once it has written what the event budget converts (``event_budget *
+#: BYTES_PER_EVENT``), so the service is not traced, and does not pay for tracing, in the
+#: rest of the window. Measured on the 125 bundles of the accuracy run of 2026-12-02 22:53
+#: (the bytes a trace held per second of the window, times the span its first 60,000 events
+#: covered): 6.0-6.3 MB per 60,000 events (~100 bytes each) on the services that reached the
+#: budget (lock, GIL, tokeniser, text-cleaning and torch services), 10 MB on one; 200 leaves
+#: room for deeper call chains (a trace with fewer events than the budget is judged as well:
+#: the same bundles cut to 30,000 events kept every verdict).
+BYTES_PER_EVENT = 200
 
 
 def event_budget(window_s: float) -> int:
     """How many scheduler events a capture window of ``window_s`` seconds converts."""
     return max(MIN_EVENTS, int(EVENTS_PER_S * window_s))
+
+
+def budget_bytes(window_s: float) -> int:
+    """The size at which the recording of a ``window_s`` window stops: its event budget."""
+    return event_budget(window_s) * BYTES_PER_EVENT
 
 
 OFFCPU_COLUMNS = ["t", "tid", "cpu", "state", "dur", "cpu_in", "runq", "waker", "stack_id"]
@@ -97,6 +114,7 @@ class PerfSchedCollector(PerfCollectorBase):
     )
     feature = "sched_tracepoints"
     futex = False
+    by_budget = False  # the recording's cap is its event budget's size (not the disk's)
 
     def start(self, ctx: CaptureContext) -> None:
         caps = self.caps
@@ -109,7 +127,10 @@ class PerfSchedCollector(PerfCollectorBase):
         self.futex = caps.has("futex_tracepoints")
         if self.futex:
             events += ["-e", "syscalls:sys_enter_futex", "-e", "syscalls:sys_exit_futex"]
-        max_bytes = min(MAX_BYTES, max(16 * 2**20, ctx.options.max_bundle_bytes // 4))
+        disk_cap = min(MAX_BYTES, max(16 * 2**20, ctx.options.max_bundle_bytes // 4))
+        events_cap = budget_bytes(ctx.window())
+        self.by_budget = events_cap < disk_cap
+        max_bytes = min(disk_cap, events_cap)
         self.rec = PerfRecord(
             ctx,
             self.perf,
@@ -126,6 +147,7 @@ class PerfSchedCollector(PerfCollectorBase):
         caps = self.caps
         assert rec is not None and caps is not None
         rec.wait(timeout)
+        stopped = rec.ended_s()  # before the recording is converted and removed
         details: dict[str, Any] = {
             "events": ["switch-events", "sched:sched_switch (fp call chains)", "sched:sched_wakeup"]
             + (["syscalls:sys_enter_futex", "syscalls:sys_exit_futex"] if self.futex else []),
@@ -179,12 +201,23 @@ class PerfSchedCollector(PerfCollectorBase):
                 f"converted the first {budget:,} events (to {last} s): the rest of the "
                 f"recording was left out to bound the time to the verdict"
             )
-        if rec.capped():
+        if rec.capped() and self.by_budget:
+            details["traced_until_s"] = stopped
+            at = f", {stopped} s into the capture" if stopped is not None else ""
+            notes.append(
+                f"the trace stopped at {_size(rec.max_bytes)}, what its {budget:,}-event "
+                f"budget needs{at}: the rest of the window was not traced, so that the "
+                f"service did not pay for tracing it"
+            )
+        elif rec.capped():
             details["cut_at_s"] = last
             problems.append(
                 f"the recording reached its {_size(rec.max_bytes)} cap (--max-size) at "
                 f"{last} s: events after that are missing"
             )
+        if not summary.cut and summary.events:
+            # measured bytes per event, for BYTES_PER_EVENT
+            details["bytes_per_event"] = round(details["recorded_bytes"] / summary.events)
         window = ctx.window()
         if window > MAX_SECONDS + 1:
             problems.append(f"recorded the first {MAX_SECONDS:.0f} s of the {window:.0f} s window")
