@@ -126,11 +126,15 @@ def variant(name: str, known: dict[str, Callable[[int, Path], list[str]]], durat
     # "nice diagnose OPTIONS": diagnose and its helpers (py-spy, perf inherit it) at nice 10
     prefix = ["nice", "-n", "10"] if words[0] == "nice" else []
     words = words[1:] if prefix else words
-    if not words or words[0] != "diagnose":
+    # "diagnose@CHECKOUT OPTIONS": another checkout's diagnose (a change, A/B in one run)
+    program, _, checkout = words[0].partition("@") if words else ("", "", "")
+    if program != "diagnose" or (checkout and not (Path(checkout) / "diagnose").is_dir()):
         sys.exit(
-            f"unknown variant {name!r}: one of {', '.join(known)} or '[nice] diagnose OPTIONS'"
+            f"unknown variant {name!r}: one of {', '.join(known)} or "
+            "'[nice] diagnose[@CHECKOUT] OPTIONS'"
         )
-    return lambda pid, out: [*prefix, *DIAGNOSE, "attach", str(pid), "-d", str(duration),
+    env = ["env", f"PYTHONPATH={Path(checkout).resolve()}"] if checkout else []
+    return lambda pid, out: [*prefix, *env, *DIAGNOSE, "attach", str(pid), "-d", str(duration),
                              "-o", str(out), *words[1:]]  # fmt: skip
 
 
@@ -237,8 +241,9 @@ def main(argv: list[str] | None = None) -> None:
         "--variants",
         default="floor",
         help=f"separated by commas, or by ';'; 'floor' (the default): {', '.join(FLOOR)}; "
-        "'all': every known variant; '[nice] diagnose OPTIONS' attaches with those options "
-        "(nice: at nice 10, its helpers too)",
+        "'all': every known variant; '[nice] diagnose[@CHECKOUT] OPTIONS' attaches with those "
+        "options (nice: at nice 10, its helpers too; @CHECKOUT: the diagnose package of that "
+        "directory, to compare a change with this one in the same run)",
     )
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--duration", type=int, default=10, help="capture seconds (default 10)")
