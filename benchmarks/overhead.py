@@ -133,8 +133,15 @@ def variant(name: str, known: dict[str, Callable[[int, Path], list[str]]], durat
             f"unknown variant {name!r}: one of {', '.join(known)} or "
             "'[nice] diagnose[@CHECKOUT] OPTIONS'"
         )
-    env = ["env", f"PYTHONPATH={Path(checkout).resolve()}"] if checkout else []
-    return lambda pid, out: [*prefix, *env, *DIAGNOSE, "attach", str(pid), "-d", str(duration),
+    program_argv = DIAGNOSE
+    if checkout:
+        # first on the path: `python -m` would put the current directory (this checkout,
+        # when run from its root) before PYTHONPATH
+        where = str(Path(checkout).resolve())
+        program_argv = ["env", f"PYTHONPATH={where}", PYTHON, "-c",
+                        f"import runpy, sys; sys.path.insert(0, {where!r}); "
+                        "runpy.run_module('diagnose', run_name='__main__')"]  # fmt: skip
+    return lambda pid, out: [*prefix, *program_argv, "attach", str(pid), "-d", str(duration),
                              "-o", str(out), *words[1:]]  # fmt: skip
 
 

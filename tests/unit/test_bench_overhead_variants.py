@@ -13,7 +13,7 @@ def test_a_checkout_s_diagnose_runs_with_that_checkout_first_on_the_path(tmp_pat
     (tmp_path / "diagnose").mkdir()
     argv = variant(f"diagnose@{tmp_path} --collectors proc", {}, 10)(123, Path("/o"))
     assert argv[:2] == ["env", f"PYTHONPATH={tmp_path.resolve()}"]
-    assert argv[-7:] == ["attach", "123", "-d", "10", "-o", "/o", "--collectors", "proc"][-7:]
+    assert argv[-8:] == ["attach", "123", "-d", "10", "-o", "/o", "--collectors", "proc"]
     # this checkout's diagnose: no environment change
     assert variant("diagnose", {}, 10)(1, Path("/o"))[0] != "env"
     assert variant("nice diagnose@" + str(tmp_path), {}, 10)(1, Path("/o"))[:5] == [
