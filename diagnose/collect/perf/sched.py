@@ -193,8 +193,29 @@ class PerfSchedCollector(PerfCollectorBase):
             )
             return self.nothing_recorded(ctx, rec, error, nothing, files + tables, details)
         files += tables
-        problems = []
+        problems: list[str] = []
         notes = [left_mangled(details)] if summary.mangled else []
+        self._limits(summary, details, stopped, problems, notes)
+        window = ctx.window()
+        if window > MAX_SECONDS + 1:
+            problems.append(f"recorded the first {MAX_SECONDS:.0f} s of the {window:.0f} s window")
+        if not self.futex:
+            problems.append(f"no futex tracepoints: {caps.reason('futex_tracepoints')}")
+        return self.conclude(ctx, problems, files, details, lost, summary.events, notes)
+
+    def _limits(
+        self,
+        summary: SchedSummary,
+        details: dict[str, Any],
+        stopped: float | None,
+        problems: list[str],
+        notes: list[str],
+    ) -> None:
+        """What bounded the trace: the event budget (a note, by design) or a size cap that
+        left events out (a problem), and the measured bytes per event in ``details``."""
+        rec = self.rec
+        assert rec is not None
+        last, budget = details["last_s"], details["event_budget"]
         if summary.cut:
             details["converted_until_s"] = last
             notes.append(
@@ -215,15 +236,8 @@ class PerfSchedCollector(PerfCollectorBase):
                 f"the recording reached its {_size(rec.max_bytes)} cap (--max-size) at "
                 f"{last} s: events after that are missing"
             )
-        if not summary.cut and summary.events:
-            # measured bytes per event, for BYTES_PER_EVENT
+        if not summary.cut and summary.events:  # measured, for BYTES_PER_EVENT
             details["bytes_per_event"] = round(details["recorded_bytes"] / summary.events)
-        window = ctx.window()
-        if window > MAX_SECONDS + 1:
-            problems.append(f"recorded the first {MAX_SECONDS:.0f} s of the {window:.0f} s window")
-        if not self.futex:
-            problems.append(f"no futex tracepoints: {caps.reason('futex_tracepoints')}")
-        return self.conclude(ctx, problems, files, details, lost, summary.events, notes)
 
 
 def write_tables(
