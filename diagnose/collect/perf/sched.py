@@ -142,6 +142,12 @@ class PerfSchedCollector(PerfCollectorBase):
         )
         self.rec.start()
 
+    def progress(self) -> str:
+        rec = self.rec
+        if rec is not None and self.by_budget and not rec.running() and rec.capped():
+            return f"{self.name} done (its event budget's {_size(rec.max_bytes)})"
+        return super().progress()
+
     def finish(self, ctx: CaptureContext, timeout: float) -> CollectorRecord:
         rec = self.rec
         caps = self.caps
