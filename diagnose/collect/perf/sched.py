@@ -21,10 +21,12 @@ Python frames come from py-spy, joined at the same time in the analysis. The rec
 bounded by a file cap (``--max-size``): the size its event budget needs (below), so that a
 busy service is traced only for as long as what is converted takes (a torch service under
 load: its first second), or 256 MB or a quarter of the bundle budget where those are
-smaller (reported as missing events when hit), a 2 MiB ring buffer per CPU, 64 MiB for all CPUs at most (dropped events are counted) and
-:data:`MAX_SECONDS` of the capture window. perf checks the cap when it writes, so the file
-can exceed it by up to its ring buffers; only a recording that perf itself stopped at the
-cap ("perf size limit reached") misses events, and only that is reported as cut.
+smaller (reported as missing events when hit); by a 2 MiB ring buffer per CPU, 64 MiB for
+all CPUs at most (dropped events are counted); and by :data:`MAX_SECONDS` of the capture
+window. perf checks the cap when it writes, so the file can exceed it by up to its ring
+buffers. A recording that perf stopped at the disk's cap ("perf size limit reached") misses
+events and is reported as cut; one it stopped at its event budget's size holds more than the
+conversion reads, and says when it stopped (``traced_until_s``) in a note.
 
 Converting the recording (``perf script``, then pairing its events) is most of the time from
 the end of a capture to its verdict, so it is bounded too: at most :func:`event_budget`
