@@ -103,12 +103,19 @@ def targets(names: list[str]) -> list[Target]:
 
 
 def verdict_row(rep: dict[str, Any]) -> dict[str, Any]:
-    """What a row keeps of a report."""
+    """What a row keeps of a report: the service's verdict where several workers were
+    captured (``workers`` then holds each one's), else the process's."""
     v = rep["verdict"]
+    service = rep.get("service") or {}
+    sv = service.get("verdict") or v
     return dict(
-        category=v.get("primary"),
-        kind=v.get("kind"),
-        confidence=v.get("confidence"),
+        category=sv.get("primary"),
+        kind=sv.get("kind"),
+        confidence=sv.get("confidence"),
+        workers=[
+            (w.get("pid"), w.get("primary"), w.get("kind"), w.get("confidence"), w.get("cpu_cores"))
+            for w in service.get("workers") or []
+        ],
         ranking=[(r["category"], r.get("kind"), r.get("score")) for r in v.get("ranking", [])],
         followed_from=rep.get("target", {}).get("followed_from"),
         captured_pid=rep.get("target", {}).get("pid"),

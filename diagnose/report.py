@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from diagnose.analyse import analyse
 from diagnose.bundle.manifest import CollectorStatus
@@ -24,6 +24,7 @@ from diagnose.bundle.schema import check_structure
 from diagnose.bundle.writer import dump_json, output_error
 from diagnose.errors import BadBundle, OutputError, UsageError
 from diagnose.render.schema import REPORT, REPORT_SCHEMA, Report
+from diagnose.service import service_section, worker_entries
 from diagnose.verdict import judge, load_rules
 
 if TYPE_CHECKING:
@@ -41,6 +42,9 @@ class Diagnosis:
     bundle: Bundle
     analysis: Analysis
     report: Report
+    #: a service's other workers (diagnose/service.py): each one's entry in workers.json,
+    #: its diagnosis (None where it cannot be judged) and why not
+    workers: list[tuple[dict[str, Any], Diagnosis | None, str]] = field(default_factory=list)
 
 
 def parse_formats(text: str | Sequence[str]) -> list[str]:
@@ -81,7 +85,35 @@ def diagnose(bundle_path: Path | Bundle | SafeDir, rules_dirs: Iterable[Path] = 
         partial |= set(bundle.manifest.collectors)
     verdict = judge(ruleset, analysis.metrics, analysis.unmeasured, partial)
     report = build_report(bundle, analysis, verdict, ruleset)
-    return Diagnosis(bundle, analysis, report)
+    d = Diagnosis(bundle, analysis, report)
+    d.workers = _diagnose_workers(bundle, extra)
+    report["service"] = service_section(
+        report, [(entry, w.report if w else None, why) for entry, w, why in d.workers]
+    )
+    return d
+
+
+def _diagnose_workers(
+    bundle: Bundle, rules_dirs: list[Path]
+) -> list[tuple[dict[str, Any], Diagnosis | None, str]]:
+    """Each other worker of a service (workers.json, diagnose/service.py): its entry, its
+    diagnosis (None where its bundle cannot be judged) and why not."""
+    from diagnose.bundle.reader import Bundle as BundleReader
+
+    out: list[tuple[dict[str, Any], Diagnosis | None, str]] = []
+    held = bundle.dir
+    if held is None:
+        return out
+    for entry in worker_entries(bundle):
+        if entry.get("status") == "failed":
+            out.append((entry, None, str(entry.get("reason") or "its capture failed")))
+            continue
+        try:
+            sub = BundleReader.open(held.sub(f"workers/{int(str(entry.get('pid')))}"))
+            out.append((entry, diagnose(sub, rules_dirs), ""))
+        except (BadBundle, OSError, ValueError) as exc:
+            out.append((entry, None, f"its bundle cannot be read: {exc}"))
+    return out
 
 
 #: ``-o -``: the one report asked for goes to stdout
@@ -217,6 +249,10 @@ def write_reports(
         on_verdict(d, target.paths())
     if "html" in formats:
         render_reports(d.report, target, ["html"])
+    if out is None:  # into the bundle: each other worker's reports into its own bundle
+        for _entry, wd, _why in d.workers:
+            if wd is not None and wd.bundle.dir is not None:
+                render_reports(wd.report, open_output(wd.bundle, formats, None), formats)
     return d, target.paths()
 
 

@@ -183,6 +183,12 @@ class SafeDir:
             self._fds.append(fd)
             return fd
 
+    def sub(self, rel: str) -> SafeDir:
+        """The member directory ``rel`` as a SafeDir of its own (never through a link)."""
+        parts = tuple(p for p in rel.split("/") if p not in ("", "."))
+        split_member(rel)  # refuses what would leave this directory
+        return SafeDir(os.dup(self.subdir_fd(parts)), self.display / rel)
+
     def locate(self, rel: str, create_dirs: bool = False) -> tuple[int, str]:
         """(descriptor of the member's directory, its name)."""
         dirs, name = split_member(rel)

@@ -348,5 +348,8 @@ SCHEMAS: dict[str, Spec] = {
     "system.json": SYSTEM,
     "c2c/lines.json": C2C_LINES,
     "python/gil.json": Obj({"samples": INT}),
+    "workers.json": Obj(
+        {"workers": ListOf(Obj({"pid": INT, "dir": STR, "status": STR, "reason": STR}))}
+    ),
     "python/calls.json": DictOf(ListOf(_STRS)),
 }

@@ -41,6 +41,9 @@ from diagnose.escape import csv_cell
 
 __all__ = ["DIR_MODE", "FILE_MODE", "BundleWriter", "RowFile", "guarded_csv_writer"]
 
+#: the other workers' bundles (collect/workers.py), each with a disk budget of its own
+WORKERS_DIR = "workers"
+WORKERS_MEMBER = "workers.json"  # what each worker's capture did
 RESERVE = ".reserve"  # disk set aside during a capture, to finish the bundle on a full disk
 
 
@@ -214,7 +217,12 @@ class BundleWriter:
         self.unlink(RESERVE)
 
     def size_bytes(self) -> int:
-        return sum(size for rel, size in self.dir.walk_sizes() if rel != RESERVE)
+        """This capture's bytes (the other workers' bundles have budgets of their own)."""
+        return sum(
+            size
+            for rel, size in self.dir.walk_sizes()
+            if rel != RESERVE and not rel.startswith(f"{WORKERS_DIR}/")
+        )
 
     def free_bytes(self) -> int:
         return self.dir.free_bytes()

@@ -12,6 +12,7 @@ from diagnose.cli.common import (
     after_capture_options,
     bundle_out_option,
     capture_options,
+    report_bundle_only,
     report_capture,
 )
 from diagnose.cli.group import main
@@ -25,6 +26,13 @@ from diagnose.report import parse_formats
 @bundle_out_option
 @capture_options
 @after_capture_options
+@click.option(
+    "--no-report",
+    is_flag=True,
+    help="Record the bundle only (less CPU right after the capture); "
+    "`diagnose report BUNDLE` judges it later.",
+)
+@click.option("--siblings", default="", hidden=True)  # collect/workers.py: the service's others
 def attach(
     pid: int,
     out: Path | None,
@@ -33,6 +41,8 @@ def attach(
     formats: str,
     rules_dirs: tuple[Path, ...],
     as_json: bool,
+    no_report: bool,
+    siblings: str,
 ) -> None:
     """Capture PID for --duration seconds into a bundle, then write its report.
 
@@ -40,6 +50,12 @@ def attach(
     """
     fmts = parse_formats(formats)
     progress = Progress()
-    result = capture(pid, out, options, follow_children=follow, progress=progress, command=sys.argv)
+    others = tuple(int(p) for p in siblings.split(",") if p.strip().isdigit())
+    result = capture(
+        pid, out, options, follow, progress=progress, command=sys.argv, siblings=others
+    )
     progress.done()
+    if no_report:
+        report_bundle_only(result)
+        return
     report_capture(result, fmts, rules_dirs, as_json)

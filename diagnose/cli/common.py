@@ -14,6 +14,7 @@ import click
 from diagnose.bundle.manifest import TABLE_FORMATS
 from diagnose.collect.base import CaptureOptions
 from diagnose.collect.registry import COLLECTORS, parse_collectors, with_collector
+from diagnose.collect.selection import parse_workers
 from diagnose.collect.session import CaptureResult
 from diagnose.errors import ExitCode, OutputError, UsageError
 from diagnose.escape import term
@@ -123,6 +124,16 @@ _CAPTURE_OPTS = [
         help="Disk budget of the bundle; the capture stops early when it is reached.",
     ),
     click.option(
+        "--workers",
+        default="all",
+        show_default=True,
+        metavar="all|busiest|PID,...",
+        help="Of a pre-fork server's workers (gunicorn, uvicorn --workers, a multiprocessing "
+        "pool): all (the 4 busiest, one capture each, sharing the CPU and disk budgets; "
+        "the report judges each and gives one verdict for the service), busiest, or the "
+        "PIDs given.",
+    ),
+    click.option(
         "--tables",
         type=click.Choice(TABLE_FORMATS),
         default="auto",
@@ -191,11 +202,16 @@ def make_options(
     false_sharing: bool = False,
     cpu_budget: float | None = None,
     tables: str = "auto",
+    workers: str = "all",
 ) -> CaptureOptions:
     if max_bundle_mb < 1:
         raise UsageError(f"--max-bundle-mb must be at least 1 (MiB), not {max_bundle_mb}")
     if cpu_budget is not None and not (0 <= cpu_budget <= 1024):
         raise UsageError(f"--cpu-budget must be 0 (no budget) to 1024 cores, not {cpu_budget:g}")
+    try:
+        chosen = parse_workers(workers)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     names = parse_collectors(collectors)
     if false_sharing:
         names = with_collector(names, "false_sharing")
@@ -211,6 +227,7 @@ def make_options(
         collectors=names,
         max_bundle_bytes=max_bundle_mb * 1024 * 1024,
         tables=tables,
+        workers=chosen,
     )
 
 
@@ -264,6 +281,18 @@ def report_capture(
     d, _ = write_reports(source, formats, None, rules_dirs, None if as_json else verdict_first)
     if as_json and not cut_short:  # stdout holds the JSON only with exit codes 0 and 5
         click.echo(report_json(d.report))
+    if cut_short:
+        raise OutputError(cut_short)
+    if result.partial:
+        sys.exit(int(ExitCode.PARTIAL))
+
+
+def report_bundle_only(result: CaptureResult) -> None:
+    """``attach --no-report``: where the bundle is; exit codes as with a report."""
+    if result.target.note:
+        click.echo(f"diagnose: {term(result.target.note, 1200)}", err=True)
+    click.echo(f"Bundle: {term(result.bundle, 1000)}")
+    cut_short = _cut_short_by_disk(result)
     if cut_short:
         raise OutputError(cut_short)
     if result.partial:

@@ -45,6 +45,9 @@ class CaptureOptions:
     max_bundle_bytes: int = 1024 * 1024 * 1024  # the disk budget of one bundle
     min_free_bytes: int = 256 * 1024 * 1024  # stop before the disk holds less than this
     tables: str = "auto"  # large tables as Parquet once captured (bundle/columnar.py)
+    # which workers of a pre-fork service to capture (collect/selection.py choose_workers):
+    # "all" (the busiest few, one capture each), "busiest", or PIDs
+    workers: str | tuple[int, ...] = "all"
 
 
 @dataclass

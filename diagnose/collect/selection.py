@@ -34,8 +34,11 @@ Children that are never workers: ``multiprocessing``'s resource tracker and fork
 children with a listening socket of their own (a server of their own: a feature store, a
 cache, a metrics endpoint). Every child left out is named with the reason.
 
-A capture covers one process: of several workers, :func:`one_process` keeps the busiest
-and names the others.
+One capture (one set of collectors) follows one process. Of several workers,
+:func:`choose_workers` keeps what ``--workers`` asks for, busiest first: ``all`` (at most
+:data:`MAX_WORKERS`; each is captured, the busiest by diagnose itself and the others by
+child captures, collect/workers.py), ``busiest`` (:func:`one_process`: that one, the others
+named), or a list of PIDs among the workers.
 """
 
 from __future__ import annotations
@@ -353,6 +356,61 @@ def _ports(p: ProcInfo) -> str:
 def _count(items: list[ProcInfo], noun: str) -> str:
     pids = ", ".join(str(p.pid) for p in items[:8]) + (", ..." if len(items) > 8 else "")
     return f"{len(items)} {noun}{'s' if len(items) != 1 else ''} ({pids})"
+
+
+# --- which workers ----------------------------------------------------------------------------
+
+#: ``--workers all`` captures at most this many workers at once (the busiest): each is a
+#: capture of its own (py-spy, perf), and the CPU budget is shared among them
+MAX_WORKERS = 4
+
+
+def parse_workers(text: str) -> str | tuple[int, ...]:
+    """``--workers``: "all", "busiest", or PIDs separated by commas. Raises ValueError with
+    the message for the user."""
+    text = text.strip().lower()
+    if text in ("all", "busiest"):
+        return text
+    pids: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part.isdigit() or int(part) <= 0:
+            raise ValueError(
+                f"--workers takes all, busiest or PIDs separated by commas, not {text!r}"
+            )
+        pids.append(int(part))
+    return tuple(dict.fromkeys(pids))
+
+
+def choose_workers(sel: Selection, mode: str | tuple[int, ...] = "all") -> Selection:
+    """The workers to capture, busiest first (the first is diagnose's own capture, the
+    others are captured beside it): ``all`` (the :data:`MAX_WORKERS` busiest), ``busiest``
+    (:func:`one_process`), or the PIDs given, which must be workers of the service
+    (TargetError otherwise). Every worker not captured is left out and named."""
+    if mode == "busiest" or (len(sel.workers) <= 1 and mode == "all"):
+        return one_process(sel)
+    ranked = sorted(sel.workers, key=lambda w: (-(w.cpu_cores or 0.0), w.pid))
+    if mode == "all":
+        keep = ranked[:MAX_WORKERS]
+        why_not = f"another worker, beyond the {MAX_WORKERS} busiest that --workers all captures"
+    else:
+        known = {w.pid for w in sel.workers}
+        unknown = [p for p in mode if p not in known]
+        if unknown:
+            pids = ", ".join(str(w.pid) for w in sel.workers)
+            raise TargetError(
+                f"--workers: PID {unknown[0]} is not a worker of this service (its workers: {pids})"
+            )
+        keep = [w for w in ranked if w.pid in mode]
+        why_not = "another worker of the service, not among --workers"
+    left = list(sel.left_out)
+    left += [LeftOut(w.pid, w.comm, why_not) for w in ranked if w not in keep]
+    if len(keep) == 1:
+        why = f"{sel.why}; capturing PID {keep[0].pid} (--workers)"
+    else:
+        why = f"{sel.why}; capturing {_count(keep, 'worker')} at once, one capture each"
+    followed = tuple(p for p in sel.followed if p not in {w.pid for w in keep})
+    return replace(sel, workers=tuple(keep), left_out=tuple(left), why=why, followed=followed)
 
 
 # --- one process ------------------------------------------------------------------------------

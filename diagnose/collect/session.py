@@ -49,6 +49,7 @@ from diagnose.collect.redact import redact_argv
 from diagnose.collect.registry import build_collectors
 from diagnose.collect.system import cpu_capacity
 from diagnose.collect.target import Target, check_trace_access, resolve_target
+from diagnose.collect.workers import FINISH_GRACE, WorkerCaptures, share
 from diagnose.errors import Busy, OutputError, UsageError
 
 ProgressFn = Callable[[str], None]
@@ -201,9 +202,13 @@ def capture(
     command: list[str] | None = None,
     on_started: Callable[[], None] | None = None,
     writer: BundleWriter | None = None,
+    siblings: tuple[int, ...] = (),
 ) -> CaptureResult:
     """Capture ``pid`` into a new bundle at ``out`` (or into ``writer``, a bundle directory
     created already). Raises DiagnoseError on bad input.
+
+    ``siblings``: the service's other processes, where the caller knows them (one worker's
+    capture, started by the diagnose that captures its service: collect/workers.py).
 
     ``on_started`` is called once, when every collector has been started (or has failed
     to), just before the capture waits out its window: ``diagnose sweep`` starts a load
@@ -212,7 +217,14 @@ def capture(
     validate_options(options)
     if options.collectors is None or {"perf", "perf_sched"} & set(options.collectors):
         pollfix.prepare()  # built while the target is resolved and the collectors probe
-    target = resolve_target(pid, follow_children)
+    target = resolve_target(pid, follow_children, options.workers)
+    if siblings:
+        target = replace(
+            target,
+            siblings=siblings,
+            note=f"PID {target.pid}: one worker of a service of {1 + len(siblings)} processes, "
+            "each captured on its own (--workers)",
+        )
     check_trace_access(target.pid)
     lock = _TargetLock(target.pid)
     lock.acquire()
@@ -254,6 +266,7 @@ def _capture_locked(
     if writer is None:
         writer = BundleWriter.create(out or default_out_dir(target.pid), default_name=out is None)
     out = writer.location
+    options = share(options, target.pid, 1 + len(target.also))
     _check_free_space(writer, options)
     t0 = time.monotonic()
     ctx = CaptureContext(
@@ -276,8 +289,11 @@ def _capture_locked(
     running: list[Collector] = []
     since: dict[str, float | None] = {}  # collector -> monotonic time it began recording
     ended_by = "duration"
+    workers = WorkerCaptures(writer, [])
     try:
         with _Signals(ctx.stop_event) as sig:
+            # the other workers' captures first: their windows open with this one's
+            workers = WorkerCaptures.start(target, writer, options)
             _start_collectors(ctx, collectors, records, running, since)
             manifest.collectors = {**records}
             manifest.capture = replace(manifest.capture, running=tuple(c.name for c in running))
@@ -296,13 +312,17 @@ def _capture_locked(
             for c in running:
                 with contextlib.suppress(Exception):
                     c.stop()
+            if ended_by != "duration":
+                workers.stop()
             writer.release_reserve()  # room to finish the bundle, should the disk be full
             _import_aside("diagnose.bundle.columnar")
             if not _finish_collectors(ctx, running, records):
                 ended_by = "disk_full"
             else:
                 _compact(ctx, manifest, records, progress)
+            workers.finish(time.monotonic() + FINISH_GRACE)
     finally:
+        workers.kill()
         kill_all_children()
         writer.release_reserve()
         note = ensure_not_stopped(target.pid, stopped_before)

@@ -14,7 +14,7 @@ import psutil
 
 from diagnose.bundle.sections import LeftOut
 from diagnose.collect.proctree import python_identity, read_tree
-from diagnose.collect.selection import Selection, one_process, select_service
+from diagnose.collect.selection import Selection, choose_workers, select_service
 from diagnose.errors import PermissionDenied, TargetError
 
 
@@ -31,9 +31,12 @@ class Target:
     python_elf: str | None  # the ELF (executable or libpython) that holds the interpreter
     followed_from: int | None = None  # the wrapper PID the user gave, if we followed a child
     note: str = ""  # what we did and why, for the terminal and the manifest
-    siblings: tuple[int, ...] = field(default_factory=tuple)  # processes left out (PIDs)
+    # the service's other processes (PIDs): those left out, and the workers captured beside
+    siblings: tuple[int, ...] = field(default_factory=tuple)
     left_out: tuple[LeftOut, ...] = field(default_factory=tuple)  # and why, for people
     selection: str = ""  # how it was chosen: selection.Selection.kind ("" with --no-follow)
+    #: the service's other workers captured beside it (--workers), busiest first
+    also: tuple[int, ...] = field(default_factory=tuple)
 
     def alive(self) -> bool:
         try:
@@ -113,13 +116,17 @@ def _describe(proc: psutil.Process) -> Target:
     )
 
 
-def resolve_target(pid: int, follow_children: bool = True) -> Target:
+def resolve_target(
+    pid: int, follow_children: bool = True, workers: str | tuple[int, ...] = "busiest"
+) -> Target:
     """Turn the user's PID into the process to capture (see collect/selection.py).
 
     The PID given is kept when it is the service itself, whatever helper children it has;
     a supervisor (a wrapper, a pre-fork master, a multiprocessing parent) is followed to its
-    busiest worker; the note says which process and why, and names who was left out and
-    why; ``follow_children=False`` uses the PID as given.
+    workers: ``workers`` says which (:func:`~diagnose.collect.selection.choose_workers`);
+    the busiest is the target, the others are in ``also``. The note says which processes
+    and why, and names who was left out and why; ``follow_children=False`` uses the PID as
+    given.
     """
     if pid <= 0:
         raise TargetError(f"{pid} is not a valid PID")
@@ -145,7 +152,7 @@ def resolve_target(pid: int, follow_children: bool = True) -> Target:
         raise TargetError(f"no process with PID {pid} (it may have exited)") from None
     except psutil.AccessDenied as exc:
         raise PermissionDenied(ptrace_help(pid)) from exc
-    return _from_selection(pid, one_process(select_service(tree)))
+    return _from_selection(pid, choose_workers(select_service(tree), workers))
 
 
 #: At most this many of the processes left out are named in the note (all are in the
@@ -160,7 +167,7 @@ def selection_note(pid: int, chosen: int, sel: Selection) -> str:
         return ""
     note = sel.why
     if chosen != pid:
-        if "following the busiest" not in note:
+        if "following the busiest" not in note and "capturing" not in note:
             note += f"; following PID {chosen}"
         note += " (--no-follow stays on the PID given)"
     if sel.left_out:
@@ -181,9 +188,10 @@ def _from_selection(pid: int, sel: Selection) -> Target:
         target,
         followed_from=pid if chosen != pid else None,
         note=selection_note(pid, chosen, sel),
-        siblings=tuple(x.pid for x in sel.left_out),
+        siblings=tuple(x.pid for x in sel.left_out) + tuple(w.pid for w in sel.workers[1:]),
         left_out=sel.left_out,
         selection=sel.kind,
+        also=tuple(w.pid for w in sel.workers[1:]),
     )
 
 

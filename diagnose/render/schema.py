@@ -95,6 +95,9 @@ class Report(TypedDict):
     stacks: dict[str, Any]
     speedscope: list[str]
     extra: dict[str, Any]
+    #: a service of several workers captured together (diagnose/service.py): its verdict
+    #: and each worker's; {} for one process
+    service: dict[str, Any]
 
 
 class _Share(Spec):
@@ -186,6 +189,7 @@ REPORT = Obj(
         "stacks": DictOf(ANY),
         "speedscope": _STRS,
         "extra": DictOf(ANY),
+        "service": DictOf(ANY),
     },
     required=frozenset(
         {

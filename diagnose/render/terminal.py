@@ -57,6 +57,10 @@ def render_summary(
     lines: list[str] = []
     head = f"{plain(v['title'])}{' (' + plain(v['kind']) + ')' if v.get('kind') else ''}"
     lines.append(f"Verdict: {head}, confidence {_percent(v.get('confidence'))}")
+    service = _service_lines(report, width)
+    if service:
+        lines[0] = service[0]  # the service's verdict first; the busiest worker's below
+        lines += service[1:] + _wrap(f"the busiest worker's: {head}", "  ", "  ", width)
     t = report["target"]
     lines.append(
         plain(
@@ -90,6 +94,42 @@ def render_summary(
     if color:
         out[0] = click.style(out[0], fg=_COLORS.get(str(v.get("primary")), "white"), bold=True)
     return "\n".join(out)
+
+
+def _service_lines(report: Report, width: int) -> list[str]:
+    """A service of several workers: its verdict, then one line per worker ([] for one
+    process)."""
+    s = report.get("service") or {}
+    workers = s.get("workers") or []
+    if not workers:
+        return []
+    sv = s.get("verdict")
+    if sv:
+        kind = f" ({plain(sv['kind'])})" if sv.get("kind") else ""
+        head = (
+            f"Verdict: {plain(sv.get('title'))}{kind}, confidence {_percent(sv.get('confidence'))}"
+        )
+        head += f", for the service's {len(workers)} workers"
+    else:
+        head = f"Verdict: none of the service's {len(workers)} workers could be judged"
+    lines = [head]
+    if sv:
+        lines += _wrap(plain(sv.get("summary"), 600), "  ", "    ", width)
+        if sv.get("uneven_text"):
+            lines += _wrap(plain(sv["uneven_text"], 600), "  ", "    ", width)
+    for w in workers:
+        if w.get("primary"):
+            kind = f"/{plain(w['kind'])}" if w.get("kind") else ""
+            cores = w.get("cpu_cores")
+            text = f"PID {w.get('pid')}: {plain(w.get('primary'))}{kind} {_percent(w.get('confidence'))}"
+            text += f", {cores:.2f} cores" if isinstance(cores, (int, float)) else ""
+            text += " (below)" if w.get("this") else f" (workers/{w.get('pid')}/)"
+        else:
+            text = (
+                f"PID {w.get('pid')}: not judged: {plain(w.get('reason') or w.get('status'), 300)}"
+            )
+        lines += _wrap(text, "  ", "    ", width)
+    return lines
 
 
 def _finding_lines(report: Report, width: int) -> list[str]:

@@ -25,15 +25,18 @@ from benchmarks.zoo import Running, free_port, running, select, start_load
 from diagnose.collect.proctree import read_tree
 from tests.conftest import require_locust
 from tests.e2e.cli import run_cli, wait_for
+from tests.e2e.safety import wait_no_helpers
 
 PROC_ONLY = ("--collectors", "proc")
 
 
-def attach(run: Running | int, out: Path) -> tuple[dict, dict, str]:
+def attach(run: Running | int, out: Path, *extra: str) -> tuple[dict, dict, str]:
     """``diagnose attach`` on the PID the service's command started: (manifest target,
     report.json, the terminal's stderr)."""
     pid = run if isinstance(run, int) else run.pid
-    res = run_cli("attach", str(pid), "-d", "2", *PROC_ONLY, "--format", "json,md", "-o", str(out))
+    res = run_cli(
+        "attach", str(pid), "-d", "2", *PROC_ONLY, "--format", "json,md", "-o", str(out), *extra
+    )
     assert res.returncode in (0, 5), res.stderr
     target = json.loads((out / "manifest.json").read_text())["target"]
     report = json.loads((out / "report.json").read_text())
@@ -81,30 +84,38 @@ def test_a_threaded_service_with_a_helper_child_is_diagnosed_itself(tmp_path: Pa
     assert report["metrics"]["host_client_cpu_share"] > 0
 
 
+def prefork_workers(run: Running) -> set[int]:
+    """The workers on the master's listening socket, once both booted."""
+
+    def listening() -> set[int]:  # workers share the master's socket once they boot
+        pids = set()
+        for k in psutil.Process(run.pid).children():
+            with contextlib.suppress(psutil.Error):
+                if k.net_connections("tcp"):
+                    pids.add(k.pid)
+        return pids
+
+    # the service answers once one worker runs; on a loaded host the second boots later
+    wait_for(lambda: len(listening()) == 2, 60, "both workers on the socket")
+    workers = listening()
+    assert len(workers) == 2, psutil.Process(run.pid).children()
+    return workers
+
+
 @pytest.mark.parametrize(
     ("sample", "master"),
     [("gunicorn_idle", "a gunicorn master"), ("uvicorn_workers2_textclean", "a uvicorn master")],
 )
-def test_a_prefork_master_leads_to_one_of_its_workers(tmp_path: Path, sample: str, master: str):
+def test_a_prefork_master_leads_to_its_busiest_worker_with_workers_busiest(
+    tmp_path: Path, sample: str, master: str
+):
     # GIVEN a pre-fork server started as its users start it: the PID is the master's
     s = select([sample])[0]
     with running(s, None, tmp_path / "svc") as run:
-
-        def listening() -> set[int]:  # workers share the master's socket once they boot
-            pids = set()
-            for k in psutil.Process(run.pid).children():
-                with contextlib.suppress(psutil.Error):
-                    if k.net_connections("tcp"):
-                        pids.add(k.pid)
-            return pids
-
-        # the service answers once one worker runs; on a loaded host the second boots later
-        wait_for(lambda: len(listening()) == 2, 60, "both workers on the socket")
+        workers = prefork_workers(run)
         kids = psutil.Process(run.pid).children()
-        workers = listening()
-        assert len(workers) == 2, kids
-        # WHEN diagnose attaches to the master
-        target, report, err = attach(run, tmp_path / "b")
+        # WHEN diagnose attaches to the master, asked for the busiest worker only
+        target, report, err = attach(run, tmp_path / "b", "--workers", "busiest")
     # THEN one of its workers is captured, the master named as followed
     assert target["pid"] in workers and target["followed_from"] == run.pid, target
     assert target["selection"] == "prefork", target
@@ -117,10 +128,110 @@ def test_a_prefork_master_leads_to_one_of_its_workers(tmp_path: Path, sample: st
     assert set(left) == {k.pid for k in kids} - {target["pid"]}, left
     assert report["target"]["note"] == target["note"]
     assert "following the busiest" in err
+    assert report["service"] == {} and not (tmp_path / "b" / "workers").exists()
     # the whole note, its last left-out process included, reaches the Markdown report
     md = (tmp_path / "b" / "report.md").read_text()
     last = target["left_out"][-1]
     assert f"{last['pid']} ({last['comm']})" in md, md[:2000]
+
+
+def test_a_prefork_master_leads_to_all_its_workers_by_default(tmp_path: Path):
+    # GIVEN gunicorn with two sync workers, started as its users start it
+    s = select(["gunicorn_idle"])[0]
+    with running(s, None, tmp_path / "svc") as run:
+        workers = prefork_workers(run)
+        # WHEN diagnose attaches to the master with its defaults
+        target, report, err = attach(run, tmp_path / "b")
+        # (near miss: a PID given to --workers that is not one of them: exit 3, nothing kept)
+        res = run_cli("attach", str(run.pid), "--workers", str(run.pid), "-o", str(tmp_path / "c"))
+        assert res.returncode == 3, res.stderr
+        assert f"--workers: PID {run.pid} is not a worker of this service" in res.stderr
+        assert not (tmp_path / "c").exists()
+    # THEN both workers are captured: one in the bundle, the other in workers/PID/
+    (other,) = workers - {target["pid"]}
+    assert target["pid"] in workers and target["followed_from"] == run.pid, target
+    assert f"capturing 2 workers ({target['pid']}, {other}) at once" in target["note"]
+    assert other not in {x["pid"] for x in target.get("left_out", [])}
+    assert "capturing 2 workers" in err
+    assert other in target["siblings"], target  # the service's processes: both workers
+    runs = json.loads((tmp_path / "b" / "workers.json").read_text())["workers"]
+    assert runs == [{"pid": other, "dir": f"workers/{other}", "status": "ok", "reason": ""}]
+    sub = json.loads((tmp_path / "b" / "workers" / str(other) / "manifest.json").read_text())
+    assert sub["state"] == "complete" and sub["target"]["pid"] == other
+    assert target["pid"] in sub["target"]["siblings"]
+    # and each worker is judged (idle, both), with one verdict for the service, and the
+    # other worker's own reports are in its bundle
+    rows = report["service"]["workers"]
+    assert [(r["pid"], r["this"]) for r in rows] == [(target["pid"], True), (other, False)]
+    assert [r["primary"] for r in rows] == ["idle", "idle"], rows
+    assert report["service"]["verdict"]["primary"] == "idle"
+    assert report["service"]["verdict"]["agree"] is True
+    assert (tmp_path / "b" / "workers" / str(other) / "report.md").is_file()
+    assert "**Service of 2 workers:** Idle" in (tmp_path / "b" / "report.md").read_text()
+    # no capture of either worker is left behind
+    assert not worker_captures(workers)
+
+
+def worker_captures(pids: set[int]) -> list[list[str]]:
+    """Live ``diagnose attach PID`` processes aimed at one of ``pids``."""
+    out = []
+    for p in psutil.process_iter(["cmdline"]):
+        argv = p.info["cmdline"] or []
+        if "attach" in argv and any(str(pid) in argv for pid in pids) and "diagnose" in argv:
+            out.append(argv)
+    return out
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+def test_stopping_diagnose_stops_every_workers_capture(tmp_path: Path, sig: signal.Signals):
+    # GIVEN a 60 s capture of gunicorn's two workers, with py-spy on each
+    s = select(["gunicorn_idle"])[0]
+    out = tmp_path / "b"
+    with running(s, None, tmp_path / "svc") as run:
+        workers = prefork_workers(run)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "diagnose", "attach", str(run.pid), "-d", "60", "-o", str(out),
+             "--collectors", "proc,pyspy", "--format", "json"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            wait_for(lambda: len(worker_captures(workers)) == 1, 30, "the other worker's capture")
+            wait_for(
+                lambda: (
+                    _recording(out) and any(_recording(out / "workers" / str(p)) for p in workers)
+                ),
+                30,
+                "both captures recording",
+            )
+            # WHEN diagnose is interrupted (Ctrl-C) or killed
+            proc.send_signal(sig)
+            _, stderr = proc.communicate(timeout=60)
+            # THEN the other worker's capture ends too, and no py-spy is left on either
+            wait_for(lambda: not worker_captures(workers), 20, "the worker's capture to end")
+            for pid in workers:
+                assert not wait_no_helpers(pid, 10), pid
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    if sig == signal.SIGINT:
+        # and, interrupted, it kept both bundles, each complete, and judged both
+        assert proc.returncode in (0, 5), stderr
+        report = json.loads((out / "report.json").read_text())
+        assert report["capture"]["ended_by"].startswith("interrupted"), report["capture"]
+        assert [r["status"] for r in report["service"]["workers"]] == ["ok", "ok"], report[
+            "service"
+        ]
+        (other,) = workers - {report["target"]["pid"]}
+        sub = json.loads((out / "workers" / str(other) / "manifest.json").read_text())
+        assert sub["state"] == "complete" and sub["capture"]["ended_by"].startswith("interrupted")
+
+
+def _recording(out: Path) -> bool:
+    with contextlib.suppress(OSError, ValueError):
+        cap = json.loads((out / "manifest.json").read_text())["capture"]
+        return cap.get("window_start_s") is not None
+    return False
 
 
 LAUNCHER = """

@@ -41,6 +41,7 @@ from diagnose.render.sweep import render_sweep_html, render_sweep_markdown
 from diagnose.render.terminal import render_summary
 from diagnose.report import diagnose
 from diagnose.resources import templates_dir
+from diagnose.service import service_section
 from tests.conftest import FIXTURES
 from tests.unit.test_sweep_report import pool_report
 
@@ -133,6 +134,14 @@ def real(tmp_path_factory) -> dict[str, Any]:
         {"pid": 5150, "comm": "locust", "role": "client", "cores": 0.8},
         {"pid": 4242, "comm": "stress", "role": "other", "cores": 0.3},
     ]
+    # a service of three workers: one judged beside this one, one whose capture failed
+    report["service"] = service_section(
+        d.report,
+        [
+            ({"pid": 4243, "status": "ok"}, dd.report, ""),
+            ({"pid": 4244, "status": "failed"}, None, "its capture failed: exit code 1"),
+        ],
+    )
     assert report["broken_rules"], "the broken rule file gave no entry"
     service = (
         figures(source="locust figures from a.csv", qps=20.0, p50_ms=52.0, p99_ms=80.0),

@@ -11,10 +11,13 @@ import pytest
 
 from diagnose.bundle.sections import LeftOut
 from diagnose.collect.selection import (
+    MAX_WORKERS,
     ProcInfo,
     Selection,
+    choose_workers,
     master_kind,
     one_process,
+    parse_workers,
     select_service,
 )
 from diagnose.collect.target import NOTE_LEFT_OUT, selection_note
@@ -361,3 +364,61 @@ def test_the_longest_note_reaches_every_report_whole():
         flat = " ".join(text.split())
         assert "and 4 more" in flat, name
         assert f"{last.pid} (python)" in flat, name
+
+
+# --- --workers ---------------------------------------------------------------------------------
+
+
+def _master(*cores: float) -> ProcInfo:
+    workers = tuple(
+        proc(61 + i, GUNICORN, listening=HTTP, cpu_cores=c) for i, c in enumerate(cores)
+    )
+    return proc(60, GUNICORN, listening=HTTP, children=workers)
+
+
+def test_workers_all_keeps_every_worker_busiest_first():
+    # GIVEN gunicorn's three workers, the second the busiest
+    sel = choose_workers(select_service(_master(0.2, 0.9, 0.4)), "all")
+    # THEN all three are captured, the busiest first (diagnose's own capture), none left out
+    assert sel.pids == (62, 63, 61) and sel.left_out == ()
+    assert "capturing 3 workers (62, 63, 61) at once" in sel.why
+    assert sel.followed == (60,)
+
+
+def test_workers_all_is_bounded_and_names_the_workers_beyond_the_bound():
+    # GIVEN one more worker than --workers all captures
+    cores = [0.1 * (i + 1) for i in range(MAX_WORKERS + 1)]
+    sel = choose_workers(select_service(_master(*cores)), "all")
+    # THEN the busiest MAX_WORKERS, and the idlest one named with the bound
+    assert len(sel.pids) == MAX_WORKERS and 61 not in sel.pids
+    assert [(x.pid, x.why) for x in sel.left_out] == [
+        (61, f"another worker, beyond the {MAX_WORKERS} busiest that --workers all captures")
+    ]
+
+
+def test_workers_busiest_is_one_process_and_a_single_worker_is_the_same_either_way():
+    root = _master(0.2, 0.9)
+    assert choose_workers(select_service(root), "busiest") == one_process(select_service(root))
+    alone = select_service(proc(50, (PY, "serve.py")))
+    assert choose_workers(alone, "all") == alone
+
+
+def test_workers_given_by_pid_must_be_workers_of_the_service():
+    root = _master(0.2, 0.9, 0.4)
+    sel = choose_workers(select_service(root), (61, 63))
+    # the busiest of those given first; the other worker named as not asked for
+    assert sel.pids == (63, 61)
+    assert [(x.pid, x.why) for x in sel.left_out] == [
+        (62, "another worker of the service, not among --workers")
+    ]
+    # near miss: the master, or a PID of no worker, is refused with the workers' PIDs
+    with pytest.raises(TargetError, match=r"PID 60 is not a worker of this service \(its workers: 61, 62, 63\)"):  # fmt: skip
+        choose_workers(select_service(root), (60,))
+
+
+def test_parse_workers_reads_all_busiest_and_pids_and_refuses_the_rest():
+    assert parse_workers("all") == "all" and parse_workers(" Busiest ") == "busiest"
+    assert parse_workers("12, 7,12") == (12, 7)
+    for bad in ("", "some", "12,x", "0", "-3", "12,,7"):
+        with pytest.raises(ValueError, match="--workers takes all, busiest or PIDs"):
+            parse_workers(bad)

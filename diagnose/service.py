@@ -1,0 +1,90 @@
+"""A bundle of a service's several workers: each worker judged, one verdict for the service.
+
+``diagnose attach`` on a pre-fork master captures its workers side by side
+(collect/workers.py): the busiest in the bundle itself, the others in ``workers/PID/``,
+each a whole bundle, listed in ``workers.json``. Each of those is diagnosed as any bundle
+is (analysis, rules: diagnose/report.py), and the report gets a ``service`` section: a row per worker
+(its verdict, confidence and CPU) and the service's verdict over them
+(:func:`diagnose.verdict.service.service_verdict`, weighted by CPU).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from diagnose.bundle.writer import WORKERS_MEMBER
+from diagnose.errors import BadBundle
+from diagnose.verdict.service import WorkerVerdict, service_verdict
+
+if TYPE_CHECKING:
+    from diagnose.bundle.reader import Bundle
+    from diagnose.render.schema import Report
+
+#: another worker: its entry in workers.json, its report (None where its bundle cannot be
+#: judged) and why not
+Judged = tuple[dict[str, Any], "Report | None", str]
+
+
+def worker_entries(bundle: Bundle) -> list[dict[str, Any]]:
+    """``workers.json``'s entries ([] for a bundle of one process, or a damaged list)."""
+    if not bundle.has(WORKERS_MEMBER):
+        return []
+    try:
+        doc = bundle.json(WORKERS_MEMBER)
+    except BadBundle:
+        return []
+    return [w for w in doc.get("workers", []) if isinstance(w, dict)]
+
+
+def _row(pid: int, status: str, r: Report | None, why: str, this: bool) -> dict[str, Any]:
+    if r is None:
+        return {
+            "pid": pid, "comm": "", "status": status, "reason": why, "this": this,
+            "primary": None, "title": None, "kind": None, "confidence": None, "headline": "",
+            "cpu_cores": None, "threads": None, "report": "",
+        }  # fmt: skip
+    v, m = r["verdict"], r["metrics"]
+    return {
+        "pid": pid,
+        "comm": r["target"].get("comm", ""),
+        "status": status,
+        "reason": why,
+        "this": this,
+        "primary": v["primary"],
+        "title": v["title"],
+        "kind": v["kind"],
+        "confidence": v["confidence"],
+        "headline": v["headline"],
+        "cpu_cores": m.get("process_cpu_cores"),
+        "threads": m.get("threads_total"),
+        "report": "" if this else f"workers/{pid}/report.html",
+    }
+
+
+def service_section(main: Report, others: list[Judged]) -> dict[str, Any]:
+    """The report's ``service``: a row per worker, busiest (this bundle's, ``main``) first,
+    and the service's verdict; {} when the bundle holds one process."""
+    if not others:
+        return {}
+    status = "ok" if main["bundle"].get("complete") else "partial"
+    rows = [_row(int(main["target"].get("pid", 0)), status, main, "", True)]
+    for entry, r, why in others:
+        rows.append(_row(int(entry.get("pid", 0)), str(entry.get("status", "")), r, why, False))
+    verdicts = [
+        WorkerVerdict(
+            pid=r["pid"],
+            status=r["status"],
+            primary=r["primary"],
+            kind=r.get("kind"),
+            confidence=float(r.get("confidence") or 0.0),
+            cpu_cores=r.get("cpu_cores"),
+            reason=r["reason"],
+        )
+        for r in rows
+    ]
+    verdict = service_verdict(verdicts)
+    from diagnose.render.model import CATEGORY_TITLES  # pandas: not where a capture starts
+
+    if verdict is not None:
+        verdict["title"] = CATEGORY_TITLES.get(verdict["primary"], verdict["primary"])
+    return {"workers": rows, "verdict": verdict}

@@ -1,0 +1,89 @@
+"""A service of several workers in every report: its verdict first, a row per worker, the
+busiest worker's findings below (render/terminal.py, report.md.j2, html/_service.html.j2)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from diagnose.render.charts import chart_data
+from diagnose.render.html import render_html
+from diagnose.render.markdown import render_markdown
+from diagnose.render.terminal import render_summary
+from diagnose.report import Diagnosis, diagnose
+from diagnose.service import service_section
+from tests.conftest import FIXTURES
+
+
+@pytest.fixture(scope="module")
+def lock() -> Diagnosis:
+    return diagnose(FIXTURES / "bundles" / "lock_contention")
+
+
+def with_workers(d: Diagnosis, other_primary: str, other_cores: float) -> dict:
+    """d's report as the busiest of three workers: a second one judged (its verdict made
+    ``other_primary``, its CPU ``other_cores``), a third whose capture failed."""
+    other = copy.copy(d)
+    other.report = copy.deepcopy(d.report)
+    other.report["verdict"]["primary"] = other_primary
+    other.report["verdict"]["title"] = other_primary.title()
+    other.report["verdict"]["kind"] = "mutex" if other_primary == "lock" else None
+    other.report["metrics"]["process_cpu_cores"] = other_cores
+    report = copy.deepcopy(d.report)
+    report["service"] = service_section(
+        d.report,
+        [
+            ({"pid": 902, "status": "ok"}, other.report, ""),
+            ({"pid": 903, "status": "failed"}, None, "its capture failed: exit code 4"),
+        ],
+    )
+    return report
+
+
+def test_the_terminal_puts_the_services_verdict_first_then_each_worker(lock):
+    report = with_workers(lock, "lock", 0.2)
+    pid = report["target"]["pid"]
+    lines = render_summary(report, width=100).splitlines()
+    sv = report["service"]["verdict"]
+    assert lines[0] == f"Verdict: Lock contention (mutex), confidence {sv['confidence'] * 100:.0f}%, for the service's 3 workers"  # fmt: skip
+    assert any(
+        ln.startswith(f"  PID {pid}: lock/mutex ") and ln.endswith("(below)") for ln in lines
+    )
+    assert any(ln.startswith("  PID 902: lock/mutex ") and ln.endswith("(workers/902/)") for ln in lines)  # fmt: skip
+    assert "  PID 903: not judged: its capture failed: exit code 4" in lines
+    assert "  the busiest worker's: Lock contention (mutex)" in lines
+
+
+def test_workers_that_disagree_are_said_to_in_every_report(lock):
+    # GIVEN a second worker that says compute, busier than the lock-bound one
+    report = with_workers(lock, "compute", 50.0)
+    sv = report["service"]["verdict"]
+    assert sv["primary"] == "compute" and not sv["agree"]
+    # THEN the terminal leads with compute, and still shows the busiest worker's verdict
+    lines = render_summary(report, width=100).splitlines()
+    assert (
+        lines[0].startswith("Verdict: Model compute, confidence ")
+        and "for the service's 3 workers" in lines[0]
+    )
+    assert "  the busiest worker's: Lock contention (mutex)" in lines
+    md = render_markdown(report)
+    assert (
+        "**Service of 3 workers:** Model compute, confidence" in md and "The workers disagree" in md
+    )
+    assert "| PID 902 | Compute | " in md and "| workers/902/report.md |" in md
+    assert "| PID 903 | not judged: its capture failed: exit code 4 |" in md
+    # and the load is uneven (the compute worker did nearly all the CPU), said everywhere
+    assert sv["uneven"] and "unevenly loaded: PID 902" in "\n".join(lines)
+    assert "**Load:** unevenly loaded: PID 902" in md
+    html = render_html(report, chart_data(report))
+    assert 'id="uneven"' in html
+    assert 'id="service"' in html and "<strong>The workers disagree</strong>" in html
+    assert '<a href="workers/902/report.html">' in html and 'href="workers/903/' not in html
+
+
+def test_one_process_has_no_service_section(lock):
+    assert lock.report["service"] == {}
+    assert "Service of" not in render_markdown(lock.report)
+    assert 'id="service"' not in render_html(lock.report, chart_data(lock.report))
+    assert "for the service's" not in render_summary(lock.report, width=100)
