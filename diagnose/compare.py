@@ -47,6 +47,7 @@ from diagnose.report import (
     open_directory,
     open_output,
 )
+from diagnose.service import lead_verdict
 from diagnose.verdict.template import format_value
 
 COMPARE_SCHEMA = "diagnose.compare/1"
@@ -234,7 +235,7 @@ def finding_changes(
 
 
 def _verdict_brief(report: Mapping[str, Any]) -> dict[str, Any]:
-    v = report["verdict"]
+    v = lead_verdict(report)
     return {k: v.get(k) for k in ("primary", "kind", "title", "confidence", "headline")}
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from diagnose.service import lead_verdict
 from diagnose.verdict.template import format_value
 
 #: The service's figures compare reads, in the order shown: key, label, unit, better.
@@ -184,7 +185,7 @@ def service_change(
 
 
 def _primary_finding(report: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    primary = report["verdict"].get("primary")
+    primary = lead_verdict(report).get("primary")
     return next(
         (f for f in report.get("findings", [])
          if f.get("category") == primary and not f.get("advisory")),
@@ -194,8 +195,8 @@ def _primary_finding(report: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 def verdict_words(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
     """'the lock contention is gone; now compute-bound', from both reports."""
-    pb = str(before["verdict"].get("primary") or "unknown")
-    pa = str(after["verdict"].get("primary") or "unknown")
+    pb = str(lead_verdict(before).get("primary") or "unknown")
+    pa = str(lead_verdict(after).get("primary") or "unknown")
     now = NOW.get(pa, pa)
     if pb == pa:
         fb, fa = _primary_finding(before), _primary_finding(after)

@@ -10,6 +10,7 @@ is (analysis, rules: diagnose/report.py), and the report gets a ``service`` sect
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from diagnose.bundle.writer import WORKERS_MEMBER
@@ -88,3 +89,22 @@ def service_section(main: Report, others: list[Judged]) -> dict[str, Any]:
     if verdict is not None:
         verdict["title"] = CATEGORY_TITLES.get(verdict["primary"], verdict["primary"])
     return {"workers": rows, "verdict": verdict}
+
+
+def lead_verdict(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The verdict a report leads with, for whatever compares or lists reports (compare,
+    sweep): the service's where several workers were captured (its category, kind, title
+    and confidence; its summary as the headline), else the process's."""
+    v = dict(report.get("verdict") or {})
+    service = report.get("service") or {}
+    sv = service.get("verdict")
+    if sv:
+        n = len(service.get("workers") or [])
+        v.update(
+            primary=sv.get("primary"),
+            kind=sv.get("kind"),
+            title=sv.get("title"),
+            confidence=sv.get("confidence"),
+            headline=f"the service's {n} workers: {sv.get('summary')}",
+        )
+    return v

@@ -16,6 +16,7 @@ from typing import Any
 from diagnose.render.env import environment
 from diagnose.render.html import plotly_js, render_page, static_text
 from diagnose.render.text import md, md_code, pct, plain
+from diagnose.service import lead_verdict
 
 #: Band colours by verdict category (as the terminal's), for the charts and the tables.
 CATEGORY_COLORS = {
@@ -116,7 +117,7 @@ def step_line(
             + f"{step['users']:>6} {step['status'].upper()}: {plain(step.get('reason'), 160)}"
         )
     f = LoadFigures.from_dict(load)
-    v = (report or {}).get("verdict")
+    v = lead_verdict(report) if report else None
     verdict = "no verdict" if not v else f"{verdict_label(v)} {v['confidence'] * 100:.0f}%"
     if step.get("status") not in ("ok", None):
         verdict += f" [{step['status']}]"

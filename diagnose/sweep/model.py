@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from diagnose import __version__
+from diagnose.service import lead_verdict
 from diagnose.sweep.analysis import (
     ERROR_LIMIT,
     GAIN_SHARE,
@@ -83,7 +84,7 @@ def verdict_label(v: Mapping[str, Any] | None) -> str:
 def _verdict(report: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if not report:
         return None
-    v = report.get("verdict") or {}
+    v = lead_verdict(report)
     main = [f for f in report.get("findings", []) if not f.get("advisory")]
     return {
         "primary": v.get("primary"),

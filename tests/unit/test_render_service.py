@@ -7,12 +7,13 @@ import copy
 
 import pytest
 
+from diagnose.compare import verdict_change
 from diagnose.render.charts import chart_data
 from diagnose.render.html import render_html
 from diagnose.render.markdown import render_markdown
 from diagnose.render.terminal import render_summary
 from diagnose.report import Diagnosis, diagnose
-from diagnose.service import service_section
+from diagnose.service import lead_verdict, service_section
 from tests.conftest import FIXTURES
 
 
@@ -87,3 +88,15 @@ def test_one_process_has_no_service_section(lock):
     assert "Service of" not in render_markdown(lock.report)
     assert 'id="service"' not in render_html(lock.report, chart_data(lock.report))
     assert "for the service's" not in render_summary(lock.report, width=100)
+
+
+def test_compare_and_sweep_lead_with_the_services_verdict(lock):
+    # GIVEN a service whose workers say compute (its busiest worker: lock), and one process
+    before, after = with_workers(lock, "compute", 50.0), copy.deepcopy(lock.report)
+    # WHEN they are compared
+    change = verdict_change(before, after)
+    # THEN the service's verdict is the one compared, its summary the headline
+    assert change["before"]["primary"] == "compute" and change["after"]["primary"] == "lock"
+    assert change["changed"] and change["text"].startswith("Model compute, confidence ")
+    assert change["before"]["headline"].startswith("the service's 3 workers: compute in 1 of 2")
+    assert lead_verdict(after) == after["verdict"]  # near miss: one process, as it was
