@@ -42,7 +42,7 @@ def _row(pid: int, status: str, r: Report | None, why: str, this: bool) -> dict[
         return {
             "pid": pid, "comm": "", "status": status, "reason": why, "this": this,
             "primary": None, "title": None, "kind": None, "confidence": None, "headline": "",
-            "cpu_cores": None, "threads": None, "report": "",
+            "cpu_cores": None, "threads": None, "report": "", "tool_cpu_cores": None,
         }  # fmt: skip
     v, m = r["verdict"], r["metrics"]
     return {
@@ -59,6 +59,7 @@ def _row(pid: int, status: str, r: Report | None, why: str, this: bool) -> dict[
         "cpu_cores": m.get("process_cpu_cores"),
         "threads": m.get("threads_total"),
         "report": "" if this else f"workers/{pid}/report.html",
+        "tool_cpu_cores": r["capture"].get("tool_cpu_cores"),
     }
 
 
@@ -88,7 +89,12 @@ def service_section(main: Report, others: list[Judged]) -> dict[str, Any]:
 
     if verdict is not None:
         verdict["title"] = CATEGORY_TITLES.get(verdict["primary"], verdict["primary"])
-    return {"workers": rows, "verdict": verdict}
+    tool = [r["tool_cpu_cores"] for r in rows if r["tool_cpu_cores"] is not None]
+    return {
+        "workers": rows,
+        "verdict": verdict,
+        "tool_cpu_cores": round(sum(tool), 3) if tool else None,
+    }
 
 
 def lead_verdict(report: Mapping[str, Any]) -> dict[str, Any]:

@@ -28,6 +28,11 @@ _LIVE: dict[subprocess.Popen[bytes], str] = {}
 _LIVE_LOCK = threading.Lock()
 
 
+#: the label of a helper that accounts for its own CPU: another diagnose capturing one
+#: worker of the same service (collect/workers.py), whose bundle has its own tool CPU
+#: (its py-spy and perf included); left out of this capture's (collect/toolcpu.py)
+OWN_ACCOUNT = "diagnose (a worker's capture)"
+
 _ANCHORED = re.compile(r"^/proc/self/fd/(\d+)(?:/|$)")
 #: an anchored path as a whole argument or as an option's value (``--csv=/proc/self/fd/N/x``)
 _ANCHORED_ARG = re.compile(r"^(?:[^=/]*=)?/proc/self/fd/(\d+)(?:/|$)")

@@ -4,7 +4,8 @@ The /proc sampler reads the total at every slow tick (``tool_cpu_s`` in proc/pro
 one read of /proc/self/stat and one per helper) and the parts twice, when the measured
 window opens and when it closes: diagnose's threads by name (the /proc sampler, a py-spy
 chunk reader, the main thread; to the nanosecond, from schedstat) and its helpers by
-label (``py-spy trace``, ``perf record sched``, collect/child.py). A helper that exited
+label (``py-spy trace``, ``perf record sched``, collect/child.py), except another
+diagnose capturing a worker beside this one, which accounts for itself. A helper that exited
 keeps the last value read, so no part ever drops; the CPU of diagnose's threads that ended
 between the two reads is ``diagnose (ended threads)``, the difference between the
 process's total and its live threads'.
@@ -15,7 +16,7 @@ from __future__ import annotations
 import os
 import threading
 
-from diagnose.collect.child import live_helpers
+from diagnose.collect.child import OWN_ACCOUNT, live_helpers
 from diagnose.collect.procfs import CLK_TCK, parse_schedstat, parse_stat
 
 OWN = "diagnose"
@@ -61,6 +62,8 @@ class ToolCpu:
         """diagnose's process (every thread, ended ones included) plus every helper's CPU."""
         own = cpu_of("/proc/self/stat") or 0.0
         for pid, label in live_helpers():
+            if label == OWN_ACCOUNT:
+                continue
             cpu = cpu_of(f"/proc/{pid}/stat")
             if cpu is not None:
                 before = self._helpers.get(pid, (label, 0.0))[1]

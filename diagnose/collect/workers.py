@@ -30,7 +30,7 @@ from diagnose.bundle.safedir import ANCHOR
 from diagnose.bundle.writer import WORKERS_DIR, WORKERS_MEMBER, BundleWriter
 from diagnose.collect.base import CaptureOptions
 from diagnose.collect.budget import default_budget
-from diagnose.collect.child import Child
+from diagnose.collect.child import OWN_ACCOUNT, Child
 from diagnose.collect.system import cpu_capacity
 from diagnose.collect.target import Target
 from diagnose.errors import OutputError
@@ -127,7 +127,7 @@ class WorkerCaptures:
                 child = Child(
                     child_argv(pid, str(base / str(pid)), options, siblings),
                     base / f"{pid}.log",
-                    label="diagnose (a worker's capture)",
+                    label=OWN_ACCOUNT,
                     env=env,
                 )
                 runs.append(WorkerRun(pid, child))

@@ -16,7 +16,7 @@ import pytest
 
 from diagnose.analyse import host
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
-from diagnose.collect.child import Child, live_helpers
+from diagnose.collect.child import OWN_ACCOUNT, Child, live_helpers
 from diagnose.collect.toolcpu import ENDED, ToolCpu, thread_label
 from diagnose.render.text import tool_cost
 from tests.unit.analysis import bundle_data, run
@@ -75,6 +75,30 @@ def test_a_helper_that_exited_keeps_the_cpu_it_used(tmp_path):
         time.sleep(0.05)
     child.wait()
     assert tc.since_start().get("perf script native", 0.0) >= 0.2
+
+
+def test_another_diagnose_capturing_a_worker_is_left_to_its_own_account(tmp_path):
+    # GIVEN a helper that spins as a worker's capture (its own bundle counts its CPU, and
+    # its py-spy's), and an ordinary helper spinning beside it
+    tc = ToolCpu()
+    tc.mark_start()
+    worker = Child([sys.executable, "-c", SPIN.replace("20", "0.3")], tmp_path / "w.err",
+                   label=OWN_ACCOUNT)  # fmt: skip
+    perf = Child([sys.executable, "-c", SPIN.replace("20", "0.3")], tmp_path / "p.err",
+                 label="perf script native")  # fmt: skip
+    deadline = time.monotonic() + 20
+    while (worker.poll() is None or perf.poll() is None) and time.monotonic() < deadline:
+        total = tc.total()
+        time.sleep(0.05)
+    worker.wait()
+    perf.wait()
+    # THEN the ordinary helper is counted, the worker's capture is not (near miss: same CPU)
+    parts = tc.since_start()
+    assert parts.get("perf script native", 0.0) >= 0.2, parts
+    assert OWN_ACCOUNT not in parts, parts
+    # and the running total holds this process and the ordinary helper's ~0.3 s, not 0.6 s
+    own = psutil.Process().cpu_times()
+    assert total < own.user + own.system + 0.5
 
 
 def test_a_thread_that_used_a_few_milliseconds_is_counted_to_the_millisecond():
