@@ -26,15 +26,21 @@ if TYPE_CHECKING:
 Judged = tuple[dict[str, Any], "Report | None", str]
 
 
+#: at most this many other workers are judged: diagnose writes at most 3
+#: (collect/selection.py MAX_WORKERS), and a bundle from elsewhere may list thousands
+MAX_OTHER_WORKERS = 15
+
+
 def worker_entries(bundle: Bundle) -> list[dict[str, Any]]:
-    """``workers.json``'s entries ([] for a bundle of one process, or a damaged list)."""
+    """``workers.json``'s entries ([] for a bundle of one process, or a damaged list), the
+    first :data:`MAX_OTHER_WORKERS`."""
     if not bundle.has(WORKERS_MEMBER):
         return []
     try:
         doc = bundle.json(WORKERS_MEMBER)
     except BadBundle:
         return []
-    return [w for w in doc.get("workers", []) if isinstance(w, dict)]
+    return [w for w in doc.get("workers", []) if isinstance(w, dict)][:MAX_OTHER_WORKERS]
 
 
 def _row(pid: int, status: str, r: Report | None, why: str, this: bool) -> dict[str, Any]:
