@@ -68,6 +68,9 @@ TARGETS: dict[str, tuple[str, list[str], float]] = {
 }
 COLLECTORS = ("proc", "pyspy", "gil", "perf", "perf_sched", "false_sharing")
 WINDOW = (1.5, 9.5)  # seconds after the variant starts; with duration 10 s
+#: the scheduler trace's events, as collect/perf/sched.py records them
+SCHED_EVENTS = ("-e", "sched:sched_switch/call-graph=fp/", "-e", "sched:sched_wakeup",
+                "-e", "syscalls:sys_enter_futex", "-e", "syscalls:sys_exit_futex")  # fmt: skip
 #: the default variants: diagnose against the floor, each profiler alone (issue 13, item 5)
 FLOOR = ("alone", "diagnose", "py-spy --nonblocking", "perf record")
 
@@ -89,6 +92,12 @@ def variants(duration: int) -> dict[str, Callable[[int, Path], list[str]]]:
     def pyspy_alone(*extra: str) -> Callable[[int, Path], list[str]]:
         return lambda pid, out: [pyspy, "record", "--pid", str(pid), "--rate", "100", *extra,
                                  "--duration", d, "--output", str(out) + ".svg"]  # fmt: skip
+
+    def perf_alone(*events: str, scope: str = "-p") -> Callable[[int, Path], list[str]]:
+        return lambda pid, out: [
+            "timeout", "-s", "INT", d, "perf", "record", *events, "--no-bpf-event",
+            *([scope, str(pid)] if scope == "-p" else [scope]), "-o", str(out) + ".perf.data",
+        ]  # fmt: skip
 
     out: dict[str, Callable[[int, Path], list[str]]] = {
         "alone": lambda pid, out: ["sleep", d],
@@ -112,6 +121,11 @@ def variants(duration: int) -> dict[str, Callable[[int, Path], list[str]]]:
             str(out) + ".perf.data",
         ],
         "py-spy": pyspy_alone(),
+        # the same, CPU-wide (-a): per-CPU events, none switched with the target's threads
+        "perf record -a": perf_alone("-F", "99", "-g", scope="-a"),
+        # the scheduler trace's events (collect/perf/sched.py), per task and CPU-wide
+        "perf sched": perf_alone(*SCHED_EVENTS),
+        "perf sched -a": perf_alone(*SCHED_EVENTS, scope="-a"),
     }
     for c in COLLECTORS:
         out[f"only {c}"] = attach("--collectors", c)
