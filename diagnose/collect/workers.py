@@ -152,14 +152,7 @@ class WorkerCaptures:
             if rc is None:
                 rc = r.child.stop(grace=10.0)
                 r.reason = "its capture ran past its time and was stopped"
-            if rc == _OK:
-                r.status = "ok"
-            elif rc in (_PARTIAL, _OUTPUT):
-                r.status = "partial"
-                r.reason = r.reason or "some of its collectors could not measure everything"
-            else:
-                r.status = "failed"
-                r.reason = r.reason or _last_line(r.child.stderr_text()) or f"exit code {rc}"
+            settle(r, rc)
         self.write()
 
     def write(self) -> None:
@@ -170,11 +163,33 @@ class WorkerCaptures:
             self.writer.write_json(WORKERS_MEMBER, doc)
 
     def kill(self) -> None:
-        """Last resort (an error in diagnose's own capture): no child outlives it."""
+        """Last resort (an error in diagnose's own capture): no child outlives it, and what
+        each did is written."""
+        stopped = False
         for r in self.runs:
             if r.child is not None and r.child.poll() is None:
-                r.child.stop(grace=5.0)
-                r.status, r.reason = "failed", "stopped: diagnose's own capture failed"
+                r.reason = "stopped early: diagnose's own capture failed"
+                settle(r, r.child.stop(grace=5.0))
+                stopped = True
+        if stopped:
+            self.write()
+
+
+def settle(r: WorkerRun, rc: int) -> None:
+    """``r``'s status from its capture's exit code (``diagnose attach``'s, errors.py)."""
+    if rc == _OK:
+        r.status = "ok"
+    elif rc in (_PARTIAL, _OUTPUT):
+        r.status = "partial"
+        r.reason = r.reason or (
+            "its share of the disk budget ended it early"
+            if rc == _OUTPUT
+            else "some of its collectors could not measure everything"
+        )
+    else:
+        r.status = "failed"
+        text = r.child.stderr_text() if r.child is not None else ""
+        r.reason = r.reason or _last_line(text) or f"exit code {rc}"
 
 
 def _last_line(text: str) -> str:

@@ -15,7 +15,7 @@ from diagnose.cli.common import make_options
 from diagnose.collect.base import CaptureOptions
 from diagnose.collect.budget import default_budget
 from diagnose.collect.system import cpu_capacity
-from diagnose.collect.workers import child_argv, share
+from diagnose.collect.workers import WorkerRun, child_argv, settle, share
 
 
 def parsed(argv: list[str]) -> tuple[dict, CaptureOptions]:
@@ -63,3 +63,19 @@ def test_the_default_budget_is_shared_too():
     # no --cpu-budget: the default for this process's cores, divided
     whole = default_budget(cpu_capacity(os.getpid()).get("cores_available"))
     assert share(CaptureOptions(), os.getpid(), 2).cpu_budget == pytest.approx(whole / 2, abs=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("rc", "status", "reason"),
+    [
+        (0, "ok", ""),
+        (5, "partial", "some of its collectors could not measure everything"),
+        (6, "partial", "its share of the disk budget ended it early"),
+        (9, "failed", "exit code 9"),
+    ],
+)
+def test_a_workers_outcome_is_read_from_its_exit_code(rc, status, reason):
+    run = WorkerRun(4242, None)
+    settle(run, rc)
+    assert (run.status, run.reason) == (status, reason)
+    assert run.to_dict() == {"pid": 4242, "dir": "workers/4242", "status": status, "reason": reason}
