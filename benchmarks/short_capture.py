@@ -115,6 +115,12 @@ def one(
         rep = json.loads((out / "report.json").read_text())
         row["verdict"] = f"{rep['verdict']['primary']}/{rep['verdict'].get('kind')}"
         row["tool_cpu_cores"] = rep["metrics"].get("tool_cpu_cores")
+        service = rep.get("service") or {}
+        if service.get("verdict"):  # several workers captured: the service's, and all of it
+            sv = service["verdict"]
+            row["verdict"] = f"{sv['primary']}/{sv.get('kind')}"
+            row["workers"] = len(service.get("workers") or [])
+            row["tool_cpu_cores"] = service.get("tool_cpu_cores")
     except (OSError, ValueError, KeyError):
         row["verdict"] = None
     if keep is not None:

@@ -85,7 +85,8 @@ def helpers_of(pid: int) -> list[psutil.Process]:
             if p.info["name"] not in HELPER_NAMES or p.info["status"] == psutil.STATUS_ZOMBIE:
                 continue
             argv = p.info["cmdline"] or []
-            if any(
+            # -p PID, or a CPU-wide perf's marker (collect/perf/record.py PerfRecord.marker)
+            if f"DIAGNOSE_TARGET={pid}" in argv or any(
                 a == str(pid) and i and argv[i - 1] in ("--pid", "-p") for i, a in enumerate(argv)
             ):
                 out.append(p)

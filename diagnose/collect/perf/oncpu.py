@@ -1,6 +1,19 @@
 """The ``perf`` collector: native on-CPU stacks of every thread of the target.
 
-``perf record -e cpu-clock -F RATE --call-graph fp -p PID``. Why these choices:
+``perf record -e cpu-clock -F RATE --call-graph fp -a -C CPUS``, read back with
+``perf script --pid PID``. Why these choices:
+
+- CPU-wide (``-a -C``: the CPUs the target may run on, at most 16), where diagnose may
+  (CAP_PERFMON or CAP_SYS_ADMIN, or ``perf_event_paranoid`` <= 0), not the target's threads
+  (``-p PID``, the fallback): per-thread events are switched in and out with every context
+  switch of the target's threads, a cost the target pays. Measured side by side on a
+  4-thread service (``python -m benchmarks overhead --targets few --variants "alone;perf
+  record;perf record -a"``, 9 rounds): ``-p`` cost it 2.4% of its throughput, ``-a`` 0.3%
+  (0.0-2.0% and -0.3% in an earlier 7 rounds). Threads the target starts during the
+  capture are sampled too, and no event of an exited thread is left to poll (perf 6.1's
+  busy loop, collect/perf/record.py). The recording also holds what else ran on those CPUs;
+  it is read back for the target's PID alone and deleted once converted (a capture killed
+  before that leaves it in the bundle, which only its owner may read);
 
 - ``cpu-clock`` everywhere, also where a PMU exists: a software timer present on every
   host, each sample is the same slice of CPU time (so shares are time shares, and bundles
@@ -28,6 +41,7 @@ from diagnose.collect.base import CaptureContext
 from diagnose.collect.perf.record import (
     PerfCollectorBase,
     PerfRecord,
+    cpu_wide_allowed,
     demangling,
     left_mangled,
     no_recording,
@@ -59,7 +73,10 @@ class PerfCollector(PerfCollectorBase):
 
     def start(self, ctx: CaptureContext) -> None:
         events = ["-e", "cpu-clock", "-F", str(ctx.options.rate), "--call-graph", "fp"]
-        self.rec = PerfRecord(ctx, self.perf, "native", events, MAX_BYTES, ring_pages(RING_BYTES))
+        self.rec = PerfRecord(
+            ctx, self.perf, "native", events, MAX_BYTES, ring_pages(RING_BYTES),
+            cpu_wide=cpu_wide_allowed(),
+        )  # fmt: skip
         self.rec.start()
 
     def finish(self, ctx: CaptureContext, timeout: float) -> CollectorRecord:
@@ -73,6 +90,8 @@ class PerfCollector(PerfCollectorBase):
             "perf_version": self.caps.version,
             "probe": self.caps.to_dict(),
             "recorded_bytes": rec.size_bytes(),
+            # the target's threads (-p), or the CPUs it may run on (-a -C), read back for it
+            "scope": f"cpus {rec.cpus}" if rec.cpus else "threads",
         }
         files = [rec.stderr_rel]
         try:
@@ -106,6 +125,8 @@ class PerfCollector(PerfCollectorBase):
             unseen = (
                 ": perf's sampling clock runs per thread, and CPU spent by threads that each "
                 "live a few milliseconds (a thread started per request) never reaches a sample"
+                if not rec.cpus
+                else ""
             )
             return self.nothing_recorded(
                 ctx, rec, error, nothing, files + tables, details, busy, unseen

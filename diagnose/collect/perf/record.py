@@ -64,6 +64,12 @@ from diagnose.collect.procfs import parse_status
 from diagnose.collect.toolcpu import cpu_of
 from diagnose.formats.demangle import probe as demangler
 
+#: what a CPU-wide perf's command line names its target with (PerfRecord.marker)
+TARGET_MARK = "DIAGNOSE_TARGET"
+#: capability bits (linux/capability.h): either lets a process record CPU-wide events
+CAP_SYS_ADMIN = 21
+CAP_PERFMON = 38
+
 SIZE_LIMIT = re.compile(r"perf size limit reached \((\d+) KB\)")
 WROTE = re.compile(r"Captured and wrote ([\d.]+) MB")
 LOST_CHUNKS = re.compile(r"lost (\d+) chunks", re.I)
@@ -90,8 +96,43 @@ def ring_pages(per_cpu_bytes: int, total_bytes: int = 64 * 2**20) -> int:
     return 1 << (pages.bit_length() - 1)
 
 
+def cpu_wide_allowed() -> bool:
+    """May diagnose record CPU-wide events (``perf record -a``)? With CAP_PERFMON or
+    CAP_SYS_ADMIN (root, outside a container that drops them), or where
+    ``perf_event_paranoid`` allows every user (-1 or 0)."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            eff = int(parse_status(fh.read()).get("CapEff", "0"), 16)
+    except (OSError, ValueError):
+        eff = 0
+    if eff & ((1 << CAP_PERFMON) | (1 << CAP_SYS_ADMIN)):
+        return True
+    try:
+        with open("/proc/sys/kernel/perf_event_paranoid", encoding="ascii") as fh:
+            return int(fh.read().strip()) <= 0
+    except (OSError, ValueError):
+        return False
+
+
+#: CPU-wide recording only where the target may run on at most this many CPUs: each CPU
+#: samples whatever runs on it (filtered out afterwards), so the recording grows with them
+CPU_WIDE_MAX_CPUS = 16
+
+
+def target_cpus(pid: int) -> list[int]:
+    """The CPUs the target may run on (its affinity: a cpuset, taskset), where they are at
+    most :data:`CPU_WIDE_MAX_CPUS`; [] otherwise, or if unreadable."""
+    try:
+        cpus = sorted(os.sched_getaffinity(pid))
+    except OSError:
+        return []
+    return cpus if len(cpus) <= CPU_WIDE_MAX_CPUS else []
+
+
 class PerfRecord:
-    """One ``perf record -p PID`` for the capture window."""
+    """One ``perf record`` for the capture window: of the target's threads (``-p PID``), or
+    of the CPUs the target may run on (``cpu_wide``: ``-a -C CPUS``, read back for the
+    target's PID alone)."""
 
     def __init__(
         self,
@@ -102,8 +143,12 @@ class PerfRecord:
         max_bytes: int,
         mmap_pages: int,
         max_seconds: float | None = None,
+        cpu_wide: bool = False,
     ) -> None:
         self.ctx = ctx
+        cpus = target_cpus(ctx.target.pid) if cpu_wide else []
+        #: -C's list where recording CPU-wide ([]: the target's threads, -p)
+        self.cpus = ",".join(str(c) for c in cpus)
         self.perf = perf
         self.subdir = subdir
         self.events = list(events)
@@ -133,9 +178,18 @@ class PerfRecord:
         return [
             self.perf, "record", "--no-bpf-event", "-N", "-B", "-k", "CLOCK_MONOTONIC",
             "-m", str(self.mmap_pages), "--max-size", f"{max(1, self.max_bytes // 1024)}K",
-            *delay, *self.events, "-p", str(self.ctx.target.pid), "-o", str(self.data),
-            "--", "sleep", str(seconds),
+            *delay, *self.events, *self.scope(), "-o", str(self.data),
+            "--", *self.marker(), "sleep", str(seconds),
         ]  # fmt: skip
+
+    def marker(self) -> list[str]:
+        """A CPU-wide perf names its target in its command line (``ps`` shows whom it
+        records for; tests find it): ``env DIAGNOSE_TARGET=PID`` before its ``sleep``."""
+        return ["env", f"{TARGET_MARK}={self.ctx.target.pid}"] if self.cpus else []
+
+    def scope(self) -> list[str]:
+        """What is recorded: the CPUs the target may run on, or its threads."""
+        return ["-a", "-C", self.cpus] if self.cpus else ["-p", str(self.ctx.target.pid)]
 
     def start(self) -> None:
         self.started_t = self.ctx.elapsed()
@@ -281,6 +335,8 @@ class PerfRecord:
         self, fields: str, extra: Sequence[str], timeout: float = 180.0
     ) -> Generator[str, None, None]:
         """The recording as ``perf script`` lines (see :func:`perf_script`)."""
+        if self.cpus:  # recorded CPU-wide: the target's events only
+            extra = [*extra, "--pid", str(self.ctx.target.pid)]
         return perf_script(
             self.ctx, self.perf, self.data, fields, extra, self.script_stderr_rel, timeout
         )
