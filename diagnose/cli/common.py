@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from diagnose.bundle.manifest import TABLE_FORMATS
-from diagnose.collect.base import CaptureOptions
+from diagnose.collect.base import PERF_SCOPES, CaptureOptions
 from diagnose.collect.registry import COLLECTORS, parse_collectors, with_collector
 from diagnose.collect.selection import parse_workers
 from diagnose.collect.session import CaptureResult
@@ -134,6 +134,15 @@ _CAPTURE_OPTS = [
         "PIDs given.",
     ),
     click.option(
+        "--perf-scope",
+        type=click.Choice(PERF_SCOPES),
+        default="auto",
+        show_default=True,
+        help="perf's on-CPU sampler: auto records the CPUs the target may run on where "
+        "diagnose may (no cost at the target's context switches; the recording holds what "
+        "else ran there until it is converted), threads follows the target's threads alone.",
+    ),
+    click.option(
         "--tables",
         type=click.Choice(TABLE_FORMATS),
         default="auto",
@@ -203,6 +212,7 @@ def make_options(
     cpu_budget: float | None = None,
     tables: str = "auto",
     workers: str = "all",
+    perf_scope: str = "auto",
 ) -> CaptureOptions:
     if max_bundle_mb < 1:
         raise UsageError(f"--max-bundle-mb must be at least 1 (MiB), not {max_bundle_mb}")
@@ -228,6 +238,7 @@ def make_options(
         max_bundle_bytes=max_bundle_mb * 1024 * 1024,
         tables=tables,
         workers=chosen,
+        perf_scope=perf_scope,
     )
 
 

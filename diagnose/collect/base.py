@@ -29,6 +29,10 @@ from diagnose.collect.target import Target
 READY_TIMEOUT = 10.0
 
 
+#: --perf-scope's values (CaptureOptions.perf_scope)
+PERF_SCOPES = ("auto", "threads")
+
+
 @dataclass
 class CaptureOptions:
     duration: float = 10.0  # seconds
@@ -48,6 +52,9 @@ class CaptureOptions:
     # which workers of a pre-fork service to capture (collect/selection.py choose_workers):
     # "all" (the busiest few, one capture each), "busiest", or PIDs
     workers: str | tuple[int, ...] = "all"
+    # perf's on-CPU sampler: "auto" records the CPUs the target may run on where diagnose
+    # may (collect/perf/oncpu.py), "threads" the target's threads alone
+    perf_scope: str = "auto"
 
 
 @dataclass

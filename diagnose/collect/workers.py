@@ -76,14 +76,18 @@ def share(options: CaptureOptions, pid: int, workers: int) -> CaptureOptions:
 def child_argv(
     pid: int, out: str, options: CaptureOptions, siblings: tuple[int, ...] = ()
 ) -> list[str]:
-    """``diagnose attach`` for one worker with ``options`` (already its share); its
-    ``siblings``: the service's other processes, as target selection found them."""
+    """``diagnose attach`` for one worker with ``options`` (already its share; its perf
+    follows its threads); its ``siblings``: the service's other processes, as target
+    selection found them."""
     argv = [sys.executable, "-m", "diagnose", "attach", str(pid), "--no-follow", "--no-report"]
     if siblings:
         argv += ["--siblings", ",".join(str(p) for p in siblings)]
     argv += ["--out", out, "--duration", f"{options.duration:g}"]
     argv += ["--max-bundle-mb", str(max(1, options.max_bundle_bytes // 2**20))]
     argv += ["--tables", options.tables]
+    # its perf follows its threads: a CPU-wide one would record the CPUs diagnose's own
+    # capture records already, and convert every worker's samples again to keep its own
+    argv += ["--perf-scope", "threads"]
     if options.cpu_budget is not None:
         argv += ["--cpu-budget", f"{options.cpu_budget:g}"]
     if options.rate_chosen:

@@ -16,7 +16,7 @@ import pytest
 
 from diagnose.bundle.writer import BundleWriter
 from diagnose.collect.base import CaptureContext, CaptureOptions
-from diagnose.collect.perf import record
+from diagnose.collect.perf import oncpu, record
 from diagnose.collect.perf.record import CPU_WIDE_MAX_CPUS, TARGET_MARK, PerfRecord
 
 
@@ -78,3 +78,17 @@ def test_who_may_record_cpu_wide(monkeypatch, cap_eff, paranoid, allowed):
 
     monkeypatch.setattr("builtins.open", fake_open)
     assert record.cpu_wide_allowed() is allowed
+
+
+@pytest.mark.parametrize(("scope", "allowed", "cpu_wide"), [("auto", True, True), ("threads", True, False), ("auto", False, False)])  # fmt: skip
+def test_perf_scope_threads_keeps_perf_on_the_targets_threads(tmp_path, monkeypatch, scope, allowed, cpu_wide):  # fmt: skip
+    # GIVEN the collector about to start perf (not started here)
+    monkeypatch.setattr(oncpu, "cpu_wide_allowed", lambda: allowed)
+    monkeypatch.setattr(record.PerfRecord, "start", lambda self: None)
+    r = rec(tmp_path, cpu_wide=False)
+    r.ctx.options.perf_scope = scope
+    c = oncpu.PerfCollector()
+    c.caps = SimpleNamespace(perf="perf")  # type: ignore[assignment]  # what the probe found
+    # WHEN it starts: CPU-wide only where asked for (auto) and allowed
+    c.start(r.ctx)
+    assert c.rec is not None and bool(c.rec.cpus) is cpu_wide

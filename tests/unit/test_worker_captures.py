@@ -45,8 +45,10 @@ def test_the_child_gets_the_captures_options(options: CaptureOptions):
     assert params["pid"] == 4242 and params["follow"] is False and params["no_report"] is True
     assert params["siblings"] == "4241,4243"
     assert str(params["out"]) == "/proc/self/fd/9/4242"
-    # with the same options (the child captures one process: its own --workers is moot)
-    assert replace(back, workers=options.workers) == options
+    # with the same options (the child captures one process: its own --workers is moot),
+    # but for its perf, which follows its threads (diagnose's own perf may record the CPUs)
+    assert back.perf_scope == "threads"
+    assert replace(back, workers=options.workers, perf_scope=options.perf_scope) == options
 
 
 def test_each_worker_gets_its_share_of_the_budgets():

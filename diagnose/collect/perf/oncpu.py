@@ -75,7 +75,7 @@ class PerfCollector(PerfCollectorBase):
         events = ["-e", "cpu-clock", "-F", str(ctx.options.rate), "--call-graph", "fp"]
         self.rec = PerfRecord(
             ctx, self.perf, "native", events, MAX_BYTES, ring_pages(RING_BYTES),
-            cpu_wide=cpu_wide_allowed(),
+            cpu_wide=ctx.options.perf_scope == "auto" and cpu_wide_allowed(),
         )  # fmt: skip
         self.rec.start()
 
