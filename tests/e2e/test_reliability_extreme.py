@@ -114,11 +114,28 @@ def test_threads_that_start_and_exit_hundreds_of_times_a_second(tmp_path):
 def test_a_master_that_forks_its_workers(tmp_path):
     out = capture(tmp_path, "extreme_load", "--fork", "3", "--busy", "1")
     target = Bundle.open(out).manifest.target
-    # diagnose said it followed the busiest worker and named the others
+    # diagnose followed the master to its workers and captured the three side by side: the
+    # busiest here, the two others in workers/PID/, each a bundle that gives a report
     assert target.followed_from is not None and target.followed_from != target.pid
     assert len(target.siblings) == 2
-    assert "following the busiest" in target.note
+    assert "capturing 3 workers" in target.note
     assert details(out, "proc")["max_threads"] >= 2
+    runs = json.loads((out / "workers.json").read_text())["workers"]
+    assert sorted(r["pid"] for r in runs) == sorted(target.siblings)
+    assert all(r["status"] in ("ok", "partial") for r in runs), runs
+    for r in runs:
+        check_bundle(out / r["dir"], partial_ok=r["status"] == "partial")
+    report = json.loads((out / "report.json").read_text())
+    assert len(report["service"]["workers"]) == 3 and report["service"]["verdict"] is not None
+
+
+def test_a_master_that_forks_its_workers_with_workers_busiest(tmp_path):
+    out = capture(tmp_path, "extreme_load", "--fork", "3", "--busy", "1", extra=("--workers", "busiest"))  # fmt: skip
+    target = Bundle.open(out).manifest.target
+    # diagnose said it followed the busiest worker and named the others
+    assert target.followed_from is not None and target.followed_from != target.pid
+    assert len(target.siblings) == 2 and not (out / "workers.json").exists()
+    assert "following the busiest" in target.note
 
 
 def test_every_core_saturated(tmp_path):
