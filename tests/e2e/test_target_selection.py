@@ -219,9 +219,10 @@ def test_stopping_diagnose_stops_every_workers_capture(tmp_path: Path, sig: sign
         assert proc.returncode in (0, 5), stderr
         report = json.loads((out / "report.json").read_text())
         assert report["capture"]["ended_by"].startswith("interrupted"), report["capture"]
-        assert [r["status"] for r in report["service"]["workers"]] == ["ok", "ok"], report[
-            "service"
-        ]
+        # (partial where a collector had too little time: what it had is kept)
+        rows = report["service"]["workers"]
+        assert all(r["status"] in ("ok", "partial") for r in rows), report["service"]
+        assert all(r["primary"] is not None for r in rows), report["service"]
         (other,) = workers - {report["target"]["pid"]}
         sub = json.loads((out / "workers" / str(other) / "manifest.json").read_text())
         assert sub["state"] == "complete" and sub["capture"]["ended_by"].startswith("interrupted")
