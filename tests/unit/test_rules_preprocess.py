@@ -162,11 +162,12 @@ def test_gil_waits_behind_preprocessing_in_many_threads_are_the_preprocessings_c
 
 
 def test_gil_held_by_other_code_stays_the_gil():
-    # the same waits with the GIL held mostly outside the preprocessing (post-processing
-    # loops, the serving code): the GIL itself is the story
-    m = healthy(**{**CLEANING_HOLDS_GIL, "gil_holder_preprocess_share": 0.5})
-    assert when("preprocess.holds_gil", m) is False
-    expect(m, "lock", "gil")
+    # the same waits with the GIL held half the time or more outside the preprocessing
+    # (post-processing loops, the serving code): the GIL itself is the story
+    for share in (0.5, 0.3, 0.0):
+        m = healthy(**{**CLEANING_HOLDS_GIL, "gil_holder_preprocess_share": share})
+        assert when("preprocess.holds_gil", m) is False
+        expect(m, "lock", "gil")
     # a holder share with almost no preprocessing on the CPUs is not enough either
     m = healthy(**{**CLEANING_HOLDS_GIL, "oncpu_share_preprocess": 0.05})
     assert when("preprocess.holds_gil", m) is False
@@ -191,6 +192,30 @@ def test_the_preprocessing_s_cpu_share_counts_against_what_could_be_placed():
     # THEN a fifth of the placed time is enough: preprocessing, not the GIL (CLEAN_MODE=fast
     # gave this sample 1.37x, samples/README.md); before, lock/gil 0.36
     assert "lock.gil" not in fired(m)
+    expect(m, "preprocess", "gil")
+
+
+def test_preprocessing_holding_the_gil_a_majority_of_the_time_is_the_story():
+    # GIVEN the zoo's mixed_textclean_model_lock, 2026-12-03 10:03 capture 0: 8 AnyIO threads
+    # clean text, a model behind a lock, uvicorn's event loop holding the GIL 26% of the
+    # time; the cleaning held it in 40 of 69 GIL samples (0.58), the other captures 0.58-0.75
+    m = healthy(
+        **{
+            **CLEANING_HOLDS_GIL,
+            "gil_holder_preprocess_share": 0.58,
+            "busy_share_gil": 0.5272,
+            "gil_waiters_mean": 0.902,
+            "oncpu_share_preprocess": 0.465,
+            "oncpu_share_inference": 0.2251,
+            "oncpu_share_other": 0.2981,
+        }
+    )
+    # THEN preprocessing: it holds the GIL more than everything else together (CLEAN_MODE=fast
+    # gave 1.47x, per-thread models 1.04x, samples/README.md); before (at 0.6), lock/gil 0.53
+    assert "lock.gil" not in fired(m)
+    expect(m, "preprocess", "gil")
+    # near miss: just over half is a majority, exactly half is not
+    m = healthy(**{**CLEANING_HOLDS_GIL, "gil_holder_preprocess_share": 0.51})
     expect(m, "preprocess", "gil")
 
 
