@@ -45,6 +45,7 @@ from benchmarks.common import (
     stat,
 )
 from benchmarks.zoo import all_samples, running, start_load
+from diagnose.service import window_cores
 
 
 class _HasPid(Protocol):
@@ -115,12 +116,14 @@ def one(
         rep = json.loads((out / "report.json").read_text())
         row["verdict"] = f"{rep['verdict']['primary']}/{rep['verdict'].get('kind')}"
         row["tool_cpu_cores"] = rep["metrics"].get("tool_cpu_cores")
+        row["tool_window_cores"] = window_cores(rep["capture"].get("tool_cpu_parts"))
         service = rep.get("service") or {}
         if service.get("verdict"):  # several workers captured: the service's, and all of it
             sv = service["verdict"]
             row["verdict"] = f"{sv['primary']}/{sv.get('kind')}"
             row["workers"] = len(service.get("workers") or [])
             row["tool_cpu_cores"] = service.get("tool_cpu_cores")
+            row["tool_window_cores"] = service.get("tool_cpu_window_cores")
     except (OSError, ValueError, KeyError):
         row["verdict"] = None
     if keep is not None:
@@ -152,7 +155,7 @@ def _service(name: str, tmp: Path, seconds: float) -> Iterator[_HasPid]:
 
 def summarise(rows: list[dict[str, Any]], trees: list[str]) -> str:
     cols = ("verdict_s", "wall_s", "started_s", "window_start_s", "duration_actual", "finish_s", "report_s",
-            "perf_samples", "tool_cpu_cores")  # fmt: skip
+            "perf_samples", "tool_cpu_cores", "tool_window_cores")  # fmt: skip
     lines = [
         "| tree | captures | " + " | ".join(cols) + " | perf ok | verdicts |",
         "|---|---|" + "---|" * len(cols) + "---|---|",

@@ -49,6 +49,7 @@ def _row(pid: int, status: str, r: Report | None, why: str, this: bool) -> dict[
             "pid": pid, "comm": "", "status": status, "reason": why, "this": this,
             "primary": None, "title": None, "kind": None, "confidence": None, "headline": "",
             "cpu_cores": None, "threads": None, "report": "", "tool_cpu_cores": None,
+            "tool_window_cores": None,
         }  # fmt: skip
     v, m = r["verdict"], r["metrics"]
     return {
@@ -66,7 +67,22 @@ def _row(pid: int, status: str, r: Report | None, why: str, this: bool) -> dict[
         "threads": m.get("threads_total"),
         "report": "" if this else f"workers/{pid}/report.html",
         "tool_cpu_cores": r["capture"].get("tool_cpu_cores"),
+        "tool_window_cores": window_cores(r["capture"].get("tool_cpu_parts")),
     }
+
+
+def window_cores(parts: object) -> float | None:
+    """What a capture's diagnose used while its window was open, in cores: the sum of its
+    ``tool_cpu_parts`` (``tool_cpu_cores`` also counts its start-up); None without them."""
+    if not isinstance(parts, list) or not parts:
+        return None
+    cores: list[float] = []
+    for part in parts:
+        c = part.get("cores") if isinstance(part, dict) else None
+        if not isinstance(c, (int, float)) or isinstance(c, bool):
+            return None
+        cores.append(float(c))
+    return round(sum(cores), 3)
 
 
 def service_section(main: Report, others: list[Judged]) -> dict[str, Any]:
@@ -96,10 +112,14 @@ def service_section(main: Report, others: list[Judged]) -> dict[str, Any]:
     if verdict is not None:
         verdict["title"] = CATEGORY_TITLES.get(verdict["primary"], verdict["primary"])
     tool = [r["tool_cpu_cores"] for r in rows if r["tool_cpu_cores"] is not None]
+    # the windows' figure only where every capture counted has one: a part is not the whole
+    window = [r["tool_window_cores"] for r in rows if r["tool_cpu_cores"] is not None]
+    whole = bool(window) and all(w is not None for w in window)
     return {
         "workers": rows,
         "verdict": verdict,
         "tool_cpu_cores": round(sum(tool), 3) if tool else None,
+        "tool_cpu_window_cores": round(sum(window), 3) if whole else None,
     }
 
 

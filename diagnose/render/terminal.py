@@ -118,9 +118,10 @@ def _service_lines(report: Report, width: int) -> list[str]:
         if sv.get("uneven_text"):
             lines += _wrap(plain(sv["uneven_text"], 600), "  ", "    ", width)
     if isinstance(s.get("tool_cpu_cores"), (int, float)):
-        lines.append(
-            f"  diagnose used {s['tool_cpu_cores']:.2f} cores for the {len(workers)} captures"
-        )
+        text = f"  diagnose used {s['tool_cpu_cores']:.2f} cores for the {len(workers)} captures"
+        if isinstance(s.get("tool_cpu_window_cores"), (int, float)):
+            text += f", {s['tool_cpu_window_cores']:.2f} while their windows were open"
+        lines.append(text)
     for w in workers:
         if w.get("primary"):
             kind = f"/{plain(w['kind'])}" if w.get("kind") else ""

@@ -100,3 +100,40 @@ def test_compare_and_sweep_lead_with_the_services_verdict(lock):
     assert change["changed"] and change["text"].startswith("Model compute, confidence ")
     assert change["before"]["headline"].startswith("the service's 3 workers: compute in 1 of 2")
     assert lead_verdict(after) == after["verdict"]  # near miss: one process, as it was
+
+
+def _costed(d: Diagnosis, start_up: float, parts: list[float]) -> dict:
+    """d's report with its capture's CPU set: ``start_up`` cores in all (its start-up
+    counted), ``parts`` what it used while its window was open."""
+    report = copy.deepcopy(d.report)
+    report["capture"]["tool_cpu_cores"] = start_up
+    report["capture"]["tool_cpu_parts"] = [
+        {"part": f"part {i}", "cpu_s": c * 10, "cores": c} for i, c in enumerate(parts)
+    ]
+    return report
+
+
+def test_the_services_tool_cpu_is_said_with_and_without_the_start_ups(lock):
+    # GIVEN two captures (measured on uvicorn_workers2_textclean, 2026-12-03 12:55: 0.041 and
+    # 0.034 cores with their start-ups, 0.023 and 0.018 while their windows were open)
+    main, other = _costed(lock, 0.041, [0.009, 0.005, 0.009]), _costed(lock, 0.034, [0.018])
+    s = service_section(main, [({"pid": 902, "status": "ok"}, other, "")])
+    # THEN the service's figures are both sums, each worker's window figure in its row
+    assert s["tool_cpu_cores"] == pytest.approx(0.075)
+    assert s["tool_cpu_window_cores"] == pytest.approx(0.041)
+    assert [w["tool_window_cores"] for w in s["workers"]] == [0.023, 0.018]
+    report = copy.deepcopy(main)
+    report["service"] = s
+    said = "diagnose used 0.07 cores for the 2 captures, 0.04 while their windows were open"
+    assert f"  {said}" in render_summary(report, width=100).splitlines()
+    assert f"{said}." in render_markdown(report)
+    assert f"{said}." in render_html(report, chart_data(report))
+    # near miss: a capture without the parts (a bundle recorded before they were measured):
+    # no sum of the windows, which would pass a part for the whole
+    older = copy.deepcopy(other)
+    older["capture"]["tool_cpu_parts"] = []
+    s = service_section(main, [({"pid": 902, "status": "ok"}, older, "")])
+    assert s["tool_cpu_cores"] == pytest.approx(0.075) and s["tool_cpu_window_cores"] is None
+    report["service"] = s
+    assert "while their windows were open" not in render_summary(report, width=100)
+    assert "while their windows were open" not in render_markdown(report)
