@@ -166,6 +166,10 @@ def test_a_prefork_master_leads_to_all_its_workers_by_default(tmp_path: Path):
     assert [r["primary"] for r in rows] == ["idle", "idle"], rows
     assert report["service"]["verdict"]["primary"] == "idle"
     assert report["service"]["verdict"]["agree"] is True
+    # what the two captures cost while their windows were open, each measured, and summed
+    window = [r["tool_window_cores"] for r in rows]
+    assert all(isinstance(w, float) and w > 0 for w in window), rows
+    assert report["service"]["tool_cpu_window_cores"] == pytest.approx(sum(window), abs=0.002)
     assert (tmp_path / "b" / "workers" / str(other) / "report.md").is_file()
     assert "**Service of 2 workers:** Idle" in (tmp_path / "b" / "report.md").read_text()
     # no capture of either worker is left behind
