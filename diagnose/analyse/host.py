@@ -55,6 +55,38 @@ def system_metrics(ctx: Context) -> None:
     m["pool_threads_env"] = min(vals) if vals else None
     m["pool_env_set"] = 1 if vals else 0
     m["python_version"] = (s.get("python") or {}).get("version") or ""
+    outbound = s.get("outbound")
+    if isinstance(outbound, list):  # absent in bundles of before; null: not readable
+        peers = [p for p in (_peer(x) for x in outbound[:PEERS_READ]) if p is not None]
+        m["io_peers"] = "; ".join(_peer_text(*p) for p in peers[:PEERS_SHOWN]) or "none"
+        m["io_peer_top"] = peers[0][0] if peers else ""
+
+
+#: entries of system.json's ``outbound`` read (diagnose writes at most 10), and named
+PEERS_READ, PEERS_SHOWN = 10, 3
+
+
+def _peer(x: object) -> tuple[str, int, int] | None:
+    """(address, connections, threads waiting) of one ``outbound`` entry; None if malformed
+    (a bundle from elsewhere)."""
+    if not isinstance(x, dict):
+        return None
+    peer, n, waiting = x.get("peer"), _count(x.get("connections")), _count(x.get("threads_waiting"))
+    if not isinstance(peer, str) or not peer or len(peer) > 64 or n is None or waiting is None:
+        return None
+    return peer, n, waiting
+
+
+def _count(v: object) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+
+def _peer_text(peer: str, connections: int, waiting: int) -> str:
+    """``10.0.0.5:5432 (8 connections, 7 threads blocked on them)``."""
+    text = f"{peer} ({connections} connection{'s' if connections != 1 else ''}"
+    if waiting:
+        text += f", {waiting} thread{'s' if waiting != 1 else ''} blocked on {'them' if connections != 1 else 'it'}"
+    return text + ")"
 
 
 def process_metrics(ctx: Context) -> None:

@@ -256,7 +256,21 @@ CATALOGUE: tuple[MetricDef, ...] = (
         "io_wait_top_frame",
         "text",
         "proc,pyspy",
-        "The code that asked for the most I/O wait: the leaf-most Python frame outside the socket modules (socket.py, ssl.py, selectors.py, io.py), e.g. the HTTP or database client call. The dependency's address is not recorded by this capture.",
+        "The code that asked for the most I/O wait: the leaf-most Python frame outside the socket modules (socket.py, ssl.py, selectors.py, io.py), e.g. the HTTP or database client call; the dependencies' addresses are io_peers.",
+        kind="text",
+    ),
+    _def(
+        "io_peers",
+        "text",
+        "system",
+        "The target's outbound TCP connections as the window closed, by peer (the most waited on first, at most 3): address, connections, and its threads blocked on them at that moment; 'none' if it had none (system.json outbound).",
+        kind="text",
+    ),
+    _def(
+        "io_peer_top",
+        "text",
+        "system",
+        "The address of the first of io_peers: the dependency most threads were blocked on as the window closed (else the one with the most connections); '' if none.",
         kind="text",
     ),
     _def(

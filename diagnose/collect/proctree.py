@@ -15,6 +15,7 @@ import re
 import socket
 import struct
 import time
+from collections import Counter
 
 import psutil
 
@@ -89,17 +90,36 @@ def _tcp_address(hex_addr: str) -> str:
         return hex_addr
 
 
-def tcp_sockets(pid: int) -> dict[int, tuple[str, int]]:
-    """Inode -> (state, local port) of every TCP socket in ``pid``'s network namespace
-    (state as /proc/net/tcp writes it: '01' established, '0A' listening)."""
-    out: dict[int, tuple[str, int]] = {}
+def _tcp_table(pid: int) -> dict[int, tuple[str, int, str]]:
+    """Inode -> (state, local port, remote address) of every TCP socket in ``pid``'s network
+    namespace."""
+    out: dict[int, tuple[str, int, str]] = {}
     for name in ("tcp", "tcp6"):
         for line in _read(f"/proc/{pid}/net/{name}").splitlines()[1:]:
             f = line.split()
             if len(f) > 9:
                 with contextlib.suppress(ValueError):
-                    out[int(f[9])] = (f[3], int(f[1].rpartition(":")[2], 16))
+                    out[int(f[9])] = (f[3], int(f[1].rpartition(":")[2], 16), f[2])
     return out
+
+
+def tcp_sockets(pid: int) -> dict[int, tuple[str, int]]:
+    """Inode -> (state, local port) of every TCP socket in ``pid``'s network namespace
+    (state as /proc/net/tcp writes it: '01' established, '0A' listening)."""
+    return {i: (state, port) for i, (state, port, _) in _tcp_table(pid).items()}
+
+
+def _waited_socket(pid: int, tid: str) -> int | None:
+    """The inode of the socket a blocked thread's system call is on (its first argument is a
+    descriptor: recv, read, send, connect, poll's is not), None for anything else."""
+    fields = _read(f"/proc/{pid}/task/{tid}/syscall").split()
+    if len(fields) < 2 or not fields[0].isdigit():
+        return None  # running, or not readable
+    try:
+        link = os.readlink(f"/proc/{pid}/fd/{int(fields[1], 16)}")
+    except (ValueError, OSError):
+        return None
+    return int(link[8:-1]) if link.startswith("socket:[") else None
 
 
 def accepted_connections(pid: int, sockets: set[int], held: list[int]) -> int:
@@ -115,15 +135,8 @@ def accepted_connections(pid: int, sockets: set[int], held: list[int]) -> int:
 def _syscall_on_tcp(pid: int, tid: str, tcp: dict[int, tuple[str, int]]) -> bool:
     """The thread is in a system call whose first argument is a descriptor of a TCP socket
     (recv, read, send, accept, connect take the descriptor first on every ABI)."""
-    fields = _read(f"/proc/{pid}/task/{tid}/syscall").split()
-    if len(fields) < 2 or not fields[0].isdigit():
-        return False  # running, or not readable
-    try:
-        fd = int(fields[1], 16)
-        link = os.readlink(f"/proc/{pid}/fd/{fd}")
-    except (ValueError, OSError):
-        return False
-    return link.startswith("socket:[") and int(link[8:-1]) in tcp
+    inode = _waited_socket(pid, tid)
+    return inode is not None and inode in tcp
 
 
 def listening_sockets(pid: int) -> dict[int, str]:
@@ -141,6 +154,42 @@ def listening_sockets(pid: int) -> dict[int, str]:
             if int(f[3], 16) & _UNIX_LISTENING:
                 out[int(f[6])] = f"unix:{f[7]}" if len(f) > 7 else "unix:(unnamed)"
     return out
+
+
+#: at most this many peers are kept, the most used first
+MAX_PEERS = 10
+
+
+def outbound_peers(pid: int) -> list[dict[str, object]] | None:
+    """The peers of ``pid``'s outbound TCP connections, now: established sockets it holds
+    whose local port is not one it listens on (a connection it accepted has its listening
+    port; one it opened, an ephemeral port), by peer address, with the number of its
+    threads blocked in a system call on one of them. At most :data:`MAX_PEERS`, the most
+    waited on first. None: its descriptors could not be read (it exited, or no access)."""
+    if not os.access(f"/proc/{pid}/fd", os.R_OK | os.X_OK):
+        return None
+    table = _tcp_table(pid)
+    held = socket_inodes(pid)
+    listening = {table[i][1] for i in held if i in table and table[i][0] == "0A"}
+    peer_of = {
+        i: _tcp_address(table[i][2])
+        for i in held
+        if i in table and table[i][0] == "01" and table[i][1] not in listening
+    }
+    if not peer_of:
+        return []
+    sockets = Counter(peer_of.values())
+    waiting: Counter[str] = Counter()
+    with contextlib.suppress(OSError):
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            on = peer_of.get(_waited_socket(pid, tid) or -1)
+            if on is not None:
+                waiting[on] += 1
+    ranked = sorted(sockets, key=lambda a: (-waiting.get(a, 0), -sockets[a], a))
+    return [
+        {"peer": a, "connections": sockets[a], "threads_waiting": waiting.get(a, 0)}
+        for a in ranked[:MAX_PEERS]
+    ]
 
 
 def socket_inodes(pid: int) -> set[int]:

@@ -23,6 +23,7 @@ from diagnose import __version__
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
 from diagnose.collect.base import CaptureContext, Collector
 from diagnose.collect.procfs import parse_cpu_list
+from diagnose.collect.proctree import outbound_peers
 
 #: Environment variables that configure thread pools, affinity and allocators. Only these
 #: are ever read from the target's environment; values are cut to 200 characters.
@@ -367,6 +368,8 @@ class SystemSnapshot(Collector):
 
     def finish(self, ctx: CaptureContext, timeout: float) -> CollectorRecord:
         self._snapshot["loadavg_end"] = _read("/proc/loadavg").split()[:3]
+        # the dependencies it was connected to as the window closed (null: not readable)
+        self._snapshot["outbound"] = outbound_peers(ctx.target.pid)
         ctx.writer.write_json("system.json", self._snapshot)
         status = CollectorStatus.OK
         return self.record(status, "; ".join(self._notes), ["system.json"])

@@ -52,6 +52,7 @@ def test_a_threaded_service_with_a_helper_child_is_diagnosed_itself(tmp_path: Pa
         store = psutil.Process(run.pid).children()
         assert len(store) == 1, store
         comm = store[0].name()  # python or python3: the name of the interpreter that runs it
+        (port,) = {c.laddr.port for c in store[0].net_connections("tcp") if c.status == "LISTEN"}
         load = start_load(run, 30, tmp_path / "svc")
         try:
             # the service's own threads are seen waiting on TCP connections (the store's),
@@ -78,6 +79,16 @@ def test_a_threaded_service_with_a_helper_child_is_diagnosed_itself(tmp_path: Pa
     assert report["target"]["note"] == target["note"]
     assert f"Left out: {store[0].pid} ({comm})" in err
     assert f"Left out: {store[0].pid} ({comm})" in (tmp_path / "b" / "report.md").read_text()
+    # and the dependency it waits on is named by its address: the store's port, the only
+    # peer of the connections the service opened (the load's connections it accepted are not)
+    assert report["metrics"]["io_peer_top"] == f"127.0.0.1:{port}", report["metrics"]
+    assert report["metrics"]["io_peers"].startswith(f"127.0.0.1:{port} ("), report["metrics"]
+    assert "; " not in report["metrics"]["io_peers"]
+    peers = json.loads((tmp_path / "b" / "system.json").read_text())["outbound"]
+    assert [p["peer"] for p in peers] == [f"127.0.0.1:{port}"] and peers[0]["connections"] >= 1
+    io = [f for f in report["findings"] if f["id"] == "io.waits_on_dependencies"]
+    assert io, [f["id"] for f in report["findings"]]
+    assert f"its outbound connections as the capture ended: 127.0.0.1:{port} (" in io[0]["summary"]
     # and the load generator on this host is known for what it is: the service's client
     others = {p["pid"]: p for p in report["extra"]["host_processes"]}
     assert others[load.proc.pid]["role"] == "client", others

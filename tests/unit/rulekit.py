@@ -70,6 +70,8 @@ HEALTHY: dict[str, Any] = {
     "pool_size_fix": "",
     "io_wait_top_frame": "FeatureClient.fetch (app.py:22)",
     "io_wait_top_frame_share": 0.9,
+    "io_peers": "10.0.0.7:6379 (8 connections, 7 threads blocked on them)",
+    "io_peer_top": "10.0.0.7:6379",
     "runq_to_oncpu_ratio": 0.125,
     "runq_delay_p99_ms": 2.0,
     "ctx_switches_voluntary_per_s": 400.0,
