@@ -32,8 +32,14 @@ def assert_nothing_failed(out: Path, stdout: str) -> None:
     # what ran and found nothing says so
     assert recs["gil"]["status"] == "ok"
     assert "no thread held the GIL" in recs["gil"]["reason"], recs["gil"]
-    if recs.get("perf", {}).get("status") == "ok":  # where this host has perf
-        assert "no on-CPU samples" in recs["perf"]["reason"], recs["perf"]
+    perf = recs.get("perf", {})
+    if perf.get("status") == "ok" and perf["details"]["scope"] == "threads":  # where perf runs
+        assert "no on-CPU samples" in perf["reason"], perf  # per-thread clocks: none reached
+    elif perf.get("status") == "ok":
+        # recorded CPU-wide, a sample falls on the target whenever it runs at the tick: an
+        # idle http.server waking every 0.5 s to poll got one in a 6 s window (5.54 s,
+        # _PyType_Lookup) in one CI run of four. Either none, said, or a few (10 ms each)
+        assert "no on-CPU samples" in perf["reason"] or perf["details"]["samples"] <= 3, perf
     assert "Not measured" not in stdout or "gil" not in stdout.split("Not measured", 1)[1]
 
 
