@@ -12,6 +12,7 @@ Stopping is SIGINT, a grace period, then SIGKILL.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import signal
@@ -25,6 +26,11 @@ from diagnose.spawn import spawn
 
 #: every running helper, with what it does (its label: "py-spy trace", "perf record sched")
 _LIVE: dict[subprocess.Popen[bytes], str] = {}
+#: a piped stdout's buffer and pipe size. Each read from the pipe lets go of the GIL and
+#: waits to take it back while the other finishing collectors convert (up to the 5 ms switch
+#: interval): read 8 KB at a time, a torch service's 20 MB scheduler trace waited 1.9 s on
+#: its reads for perf script's 0.4 s of work (docs/performance.md, section 2)
+PIPE_BYTES = 1 << 20
 _LIVE_LOCK = threading.Lock()
 
 
@@ -88,11 +94,15 @@ class Child:
             death_signal=signal.SIGINT,  # the tools write what they have, and exit
             umask=0o077,  # what the tool writes into the bundle is private too
             stdout=subprocess.PIPE if stdout_pipe else fd,
+            bufsize=PIPE_BYTES if stdout_pipe else -1,
             stderr=fd,
             cwd=cwd,
             pass_fds=tuple(sorted({*anchored_fds(self.argv), *pass_fds})),
             env=env,
         )
+        if stdout_pipe and self.proc.stdout is not None:
+            with contextlib.suppress(OSError):  # a smaller pipe is only slower
+                fcntl.fcntl(self.proc.stdout.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
         with _LIVE_LOCK:
             _LIVE[self.proc] = self.label
 
