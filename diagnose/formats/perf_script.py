@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import NamedTuple
 
 from diagnose.formats.demangle import demangle, is_mangled
@@ -73,7 +73,12 @@ def frame_label(sym: str, dso: str) -> str | None:
     return clean_frame(label)
 
 
-def _parse_frame(line: str) -> str | None:
+#: names the frame perf left unknown at an address (its ``ip``) of a library (``dso`` as
+#: perf printed it), or None (collect/perf/symfs.py)
+FrameNamer = Callable[[int, str], "str | None"]
+
+
+def _parse_frame(line: str, namer: FrameNamer | None = None) -> str | None:
     m = _FRAME.match(line)
     if not m:
         return None
@@ -81,7 +86,10 @@ def _parse_frame(line: str) -> str | None:
     sym, sep, dso = rest.rpartition(" (")
     if not sep or not dso.endswith(")"):
         return frame_label(rest, "")
-    return frame_label(sym, dso[:-1])
+    dso = dso[:-1]
+    if namer is not None and sym.strip() == "[unknown]":
+        sym = namer(int(m.group("ip"), 16), dso.strip()) or sym
+    return frame_label(sym, dso)
 
 
 def demangled_frames(frames: Iterable[str], tool: str | None) -> dict[str, str] | None:
@@ -168,9 +176,10 @@ def _header(line: str) -> _Header | None:
     return tid, cpu, t, ev.group("event"), ev.group("fields") or "", 0
 
 
-def parse_script(lines: Iterable[str]) -> Iterator[PerfEvent]:
+def parse_script(lines: Iterable[str], namer: FrameNamer | None = None) -> Iterator[PerfEvent]:
     """Events of ``perf script`` output, in its order. Lines that fit no known shape
-    (warnings, a line cut off at the end of a killed run) are skipped."""
+    (warnings, a line cut off at the end of a killed run) are skipped. ``namer`` names the
+    frames perf printed as ``[unknown]``, where it can."""
     current: _Header | None = None
     frames: list[str] = []
     # a frame line (address, symbol, library) recurs in every event with that call chain:
@@ -185,7 +194,7 @@ def parse_script(lines: Iterable[str]) -> Iterator[PerfEvent]:
                 if line in labels:
                     f = labels[line]
                 else:
-                    f = _parse_frame(line)
+                    f = _parse_frame(line, namer)
                     if len(labels) < _MAX_LABELS:
                         labels[line] = f
                 if f is not None:

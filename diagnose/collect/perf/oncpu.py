@@ -47,7 +47,7 @@ from diagnose.collect.perf.record import (
     no_recording,
     ring_pages,
 )
-from diagnose.formats.perf_script import LOST, demangle_table, parse_script
+from diagnose.formats.perf_script import LOST, FrameNamer, demangle_table, parse_script
 from diagnose.formats.speedscope import samples_to_speedscope
 from diagnose.formats.stacks import StackTable, ThreadFrame, format_folded
 
@@ -101,7 +101,8 @@ class PerfCollector(PerfCollectorBase):
             tool, no_demangle = demangling(details)
             extra = ["--show-lost-events", *no_demangle]
             lines = rec.script("tid,time,event,ip,sym,dso", extra, SCRIPT_TIMEOUT)
-            n, lost, t_first, t_last, names, mangled = self._write(ctx, lines, tool)
+            n, lost, t_first, t_last, names, mangled = self._write(ctx, lines, tool, rec.namer())
+            rec.named_here(details)
         finally:
             rec.cleanup()
         chunks, error = rec.script_warnings()
@@ -141,7 +142,11 @@ class PerfCollector(PerfCollectorBase):
         return self.conclude(ctx, problems, files, details, lost, recorded=n, notes=notes)
 
     def _write(
-        self, ctx: CaptureContext, lines: Iterable[str], demangle_with: str | None = None
+        self,
+        ctx: CaptureContext,
+        lines: Iterable[str],
+        demangle_with: str | None = None,
+        namer: FrameNamer | None = None,
     ) -> tuple[int, int, float | None, float | None, dict[int, str], bool]:
         """Samples, lost events, first and last sample times, thread names, and whether
         ``demangle_with`` failed (the frames are then left mangled)."""
@@ -154,7 +159,7 @@ class PerfCollector(PerfCollectorBase):
         with w.open_text("native/samples.csv") as fh:
             cw = guarded_csv_writer(fh)
             cw.writerow(["t", "tid", "stack_id"])
-            for ev in parse_script(lines):
+            for ev in parse_script(lines, namer):
                 if ev.event == LOST:
                     lost += ev.lost
                     continue

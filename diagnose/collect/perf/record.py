@@ -52,7 +52,7 @@ import psutil
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
 from diagnose.collect.base import CaptureContext, Collector, covered_most
 from diagnose.collect.child import Child
-from diagnose.collect.perf import pollfix
+from diagnose.collect.perf import pollfix, symfs
 from diagnose.collect.perf.probe import (
     EVENTS_ON,
     PerfCapabilities,
@@ -63,6 +63,7 @@ from diagnose.collect.perf.probe import (
 from diagnose.collect.procfs import parse_status
 from diagnose.collect.toolcpu import cpu_of
 from diagnose.formats.demangle import probe as demangler
+from diagnose.formats.perf_script import FrameNamer
 
 #: what a CPU-wide perf's command line names its target with (PerfRecord.marker)
 TARGET_MARK = "DIAGNOSE_TARGET"
@@ -160,6 +161,7 @@ class PerfRecord:
         self.child: Child | None = None
         self.started_t = 0.0  # seconds since capture start: spawned, then recording (-D)
         self.recording_at: float | None = None  # monotonic time perf said it records
+        self.namer_: symfs.Namer | None = None  # libraries named by diagnose (script)
         self.delayed = False  # run with -D: it says when it records
         self.rc: int | None = None
         self.target_cpu_at_start: float | None = None  # the target's CPU seconds then
@@ -337,9 +339,38 @@ class PerfRecord:
         """The recording as ``perf script`` lines (see :func:`perf_script`)."""
         if self.cpus:  # recorded CPU-wide: the target's events only
             extra = [*extra, "--pid", str(self.ctx.target.pid)]
-        return perf_script(
-            self.ctx, self.perf, self.data, fields, extra, self.script_stderr_rel, timeout
-        )
+        self.namer_ = symfs.Namer()
+        return self._script_lines(fields, extra, timeout)
+
+    def _script_lines(
+        self, fields: str, extra: Sequence[str], timeout: float
+    ) -> Generator[str, None, None]:
+        # (a generator: nothing is prepared for a script that is never read)
+        pid = self.ctx.target.pid
+        big = symfs.acquire(pid)
+        try:
+            if big is not None:  # libraries perf would take seconds to load: named here
+                assert self.namer_ is not None
+                self.namer_.big = big
+                extra = [*extra, "--symfs", big.root, "--kallsyms", "/proc/kallsyms"]
+            yield from perf_script(
+                self.ctx, self.perf, self.data, fields, extra, self.script_stderr_rel, timeout
+            )
+        finally:
+            symfs.release(pid)
+
+    def namer(self) -> FrameNamer | None:
+        """What names the frames of the libraries perf was not given (see :meth:`script`)."""
+        return self.namer_
+
+    def named_here(self, details: dict[str, Any]) -> None:
+        """Say in ``details`` which libraries' frames diagnose named, and how many."""
+        if self.namer_ is not None and self.namer_.big is not None:
+            details["symbols_named_by_diagnose"] = {
+                "libraries": [os.path.basename(p) for p in self.namer_.big.paths],
+                "frames": self.namer_.named,
+                "unnamed": self.namer_.unnamed,
+            }
 
     def script_warnings(self) -> tuple[int, str]:
         """(events lost, perf script's last error) once the script has run."""

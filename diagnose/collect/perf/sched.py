@@ -54,7 +54,7 @@ from diagnose.collect.perf.record import (
     ring_pages,
 )
 from diagnose.formats.perf_sched import FutexWait, OffCpu, SchedSummary, convert, futex_cmd
-from diagnose.formats.perf_script import PerfEvent, demangle_table, parse_script
+from diagnose.formats.perf_script import FrameNamer, PerfEvent, demangle_table, parse_script
 from diagnose.formats.stacks import StackTable, ThreadFrame, format_folded
 
 MAX_BYTES = 256 * 1024 * 1024
@@ -176,7 +176,8 @@ class PerfSchedCollector(PerfCollectorBase):
             budget = event_budget(ctx.window())
             details["event_budget"] = budget
             with contextlib.closing(rec.script(fields, extra, SCRIPT_TIMEOUT)) as lines:
-                counts = write_tables(ctx, lines, summary, budget, tool)
+                counts = write_tables(ctx, lines, summary, budget, tool, rec.namer())
+            rec.named_here(details)
         finally:
             rec.cleanup()
         chunks, error = rec.script_warnings()
@@ -254,6 +255,7 @@ def write_tables(
     summary: SchedSummary,
     budget: int | None = None,
     demangle_with: str | None = None,
+    namer: FrameNamer | None = None,
 ) -> dict[str, int]:
     """Stream the converted rows of the first ``budget`` events (all without one) into
     sched/*.csv; return row counts (``summary.cut`` says whether events were left out).
@@ -268,7 +270,7 @@ def write_tables(
         fx = guarded_csv_writer(f_fx)
         off.writerow(OFFCPU_COLUMNS)
         fx.writerow(FUTEX_COLUMNS)
-        for row in convert(_stop_at(parse_script(lines), budget, summary), summary):
+        for row in convert(_stop_at(parse_script(lines, namer), budget, summary), summary):
             stack = tuple(reversed(row.stack))
             sid = table.intern(stack) if stack else -1
             if isinstance(row, OffCpu):
