@@ -93,6 +93,29 @@ def test_gil_near_misses():
     assert when("lock.gil", healthy(**{**GIL_BOUND, "gil_waiters_mean": 0.3})) is False
 
 
+def test_gil_waits_shorter_than_the_waits_for_a_core_are_not_the_gil_s():
+    # GIVEN uvicorn_workers2_bert (two workers running a BERT encoder on 2 cores, its
+    # counterfactual half the layers: 1.97x), 2026-12-03 16:51 capture 1: all the load on one
+    # worker, whose 11 threads waited for the GIL 23% of their busy time and for a core 49%
+    m = healthy(
+        **{
+            **GIL_BOUND,
+            "busy_threads_mean": 5.2,
+            "busy_share_running": 0.2499,
+            "busy_share_runnable": 0.4853,
+            "busy_share_gil": 0.2284,
+            "gil_waiters_mean": 2.17,
+            "process_cpu_cores": 1.44,
+        }
+    )
+    # THEN a thread handed the GIL would have waited for a core anyway: not a GIL verdict
+    assert when("lock.gil", m) is False
+    # near misses: GIL waits as long as the waits for a core are (a GIL-bound process keeps
+    # its waiters off the run queue)
+    assert when("lock.gil", healthy(**{**m, "busy_share_runnable": 0.2284})) is True
+    assert when("lock.gil", healthy(**{**m, "busy_share_runnable": 0.23})) is False
+
+
 def test_gil_unknown_when_its_address_was_not_found():
     m = healthy(**{**GIL_BOUND, "busy_share_gil": None, "gil_waiters_mean": None})
     assert when("lock.gil", m) is UNKNOWN
