@@ -82,7 +82,7 @@ def test_a_torch_capture_names_its_kernels(tmp_path):
         # THEN libtorch_cpu.so's frames were named by diagnose, and it says so
         named = rec.details["symbols_named_by_diagnose"]
         assert "libtorch_cpu.so" in named["libraries"], (name, named)
-    assert b.manifest.collectors["perf"].details["symbols_named_by_diagnose"]["frames"] > 0
+    assert b.manifest.collectors["perf"].details["symbols_named_by_diagnose"]["addresses_named"] > 0
     folded = b.path("native/stacks.folded").read_text()
     # AND the GEMM kernels (hidden symbols, in .symtab only) and torch's C++ functions,
     # demangled, are in the native stacks, and compute is found (first on a quiet host; a

@@ -368,8 +368,8 @@ class PerfRecord:
         if self.namer_ is not None and self.namer_.big is not None:
             details["symbols_named_by_diagnose"] = {
                 "libraries": [os.path.basename(p) for p in self.namer_.big.paths],
-                "frames": self.namer_.named,
-                "unnamed": self.namer_.unnamed,
+                "addresses_named": self.namer_.named,
+                "addresses_unnamed": self.namer_.unnamed,
             }
 
     def script_warnings(self) -> tuple[int, str]:

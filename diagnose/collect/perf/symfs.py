@@ -137,8 +137,10 @@ class Namer:
 
     def __init__(self, big: BigLibraries | None = None) -> None:
         self.big = big  # (None: names nothing)
-        self.named = 0  # frames named here
-        self.unnamed = 0  # frames in those libraries no symbol covers
+        # counted per call: once per distinct frame line (parse_script caches each), so
+        # these are distinct addresses, not every frame of every sample
+        self.named = 0  # addresses named here
+        self.unnamed = 0  # addresses in those libraries no symbol covers
 
     def __call__(self, ip: int, dso: str) -> str | None:
         if self.big is None or dso not in self.big.maps:
