@@ -228,8 +228,8 @@ def test_size_cap_cuts_the_recording_and_says_so(tmp_path, monkeypatch):
 
 def test_the_trace_stops_once_it_holds_its_event_budget(tmp_path, monkeypatch):
     # GIVEN an event budget's size far below what a 3 s trace of six threads on a lock
-    # writes (~2 MB here): 60,000 events at 2 bytes
-    monkeypatch.setattr(sched_mod, "BYTES_PER_EVENT", 2)
+    # writes (~2 MB here): 30,000 events at 4 bytes
+    monkeypatch.setattr(sched_mod, "BYTES_PER_EVENT", 4)
     monkeypatch.setattr(sched_mod, "RING_BYTES", 128 * 1024)  # perf checks its cap per write
     b = capture_of(tmp_path, py_target("lock"), duration=3)
     rec = b.manifest.collectors["perf_sched"]

@@ -123,8 +123,8 @@ def test_a_budget_the_trace_fits_in_changes_nothing(tmp_path: Path):
 
 def test_the_event_budget_grows_with_the_window():
     assert sched.event_budget(1.0) == sched.MIN_EVENTS
-    # 10 s of a lock sample (117,000-125,000 events) is cut to about half, never to
-    # less than a quarter (the accuracy bundles judged again kept every verdict at 30,000)
+    # 10 s of a lock sample (117,000-125,000 events) is cut to about a quarter, never to
+    # less (the accuracy bundles judged again kept every verdict at 30,000)
     assert 30_000 <= sched.event_budget(10.0) < 117_000
     assert sched.event_budget(60.0) == 60 * sched.EVENTS_PER_S > sched.MIN_EVENTS
 

@@ -32,8 +32,8 @@ def _collector(rec: _Rec, by_budget: bool) -> sched.PerfSchedCollector:
 
 def test_the_cap_is_what_the_event_budget_needs():
     assert sched.budget_bytes(10.0) == sched.event_budget(10.0) * sched.BYTES_PER_EVENT
-    assert sched.budget_bytes(10.0) == 60_000 * 200  # 12 MB for a default window
-    assert sched.budget_bytes(60.0) == 360_000 * 200  # grows with the window
+    assert sched.budget_bytes(10.0) == 30_000 * 200  # 6 MB for a default window
+    assert sched.budget_bytes(60.0) == 180_000 * 200  # grows with the window
 
 
 def test_progress_says_the_trace_ended_at_its_budget():
