@@ -107,6 +107,11 @@ def one(
             for name, rec in man["collectors"].items()
             if isinstance((rec.get("details") or {}).get("finish_s"), (int, float))
         },
+        finish_cpu_by={  # the CPU each conversion's thread used (its helpers not counted)
+            name: rec["details"]["finish_cpu_s"]
+            for name, rec in man["collectors"].items()
+            if isinstance((rec.get("details") or {}).get("finish_cpu_s"), (int, float))
+        },
     )
     row["report_s"] = round(
         wall - row["started_s"] - row["window_start_s"] - (row["duration_actual"] or 0)
