@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from diagnose.bundle.columnar import compact_tables, parquet_name
+from diagnose.bundle.compaction import compact_tables, parquet_name
 from diagnose.bundle.safedir import SafeDir
 from diagnose.bundle.writer import BundleWriter
 from diagnose.formats.stacks import ThreadFrame

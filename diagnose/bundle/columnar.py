@@ -3,8 +3,8 @@ as Parquet").
 
 Collectors stream their tables as CSV: rows are appended as they come, a capture cut short
 keeps every whole row, and nothing holds them in memory. Once the collectors have finished,
-each large table (:data:`COMPACTED`, at least :data:`PARQUET_MIN_BYTES` with ``auto``) is
-rewritten as ``NAME.parquet`` (zstd) and its CSV removed: on a 10-minute, 256-thread
+each large table (``compaction.COMPACTED``, at least ``PARQUET_MIN_BYTES`` with ``auto``) is
+rewritten as ``NAME.parquet`` (zstd; bundle/compaction.py) and its CSV removed: on a 10-minute, 256-thread
 bundle its three tables over the threshold went from 206.6 to 39.3 MiB (docs/performance.md,
 section 4).
 
@@ -23,8 +23,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from diagnose.bundle.writer import BundleWriter
-from diagnose.errors import one_line
 from diagnose.escape import CSV_GUARD, csv_uncell
 
 # Text columns as Python strings, not Arrow's (pandas' default once pyarrow is installed): the
@@ -33,25 +31,6 @@ from diagnose.escape import CSV_GUARD, csv_uncell
 # the report 14 s -> 16 s and 1.0 -> 1.6 GiB. Set here, where every table is read (the reader
 # and the capture's conversion to Parquet both read through this module).
 pd.set_option("mode.string_storage", "python")
-
-#: below this size a CSV table stays CSV with ``auto``: converting costs more than it saves
-#: (the import of pyarrow alone is 0.2-0.4 s here), and anything reads a CSV
-PARQUET_MIN_BYTES = 8 * 1024 * 1024
-#: the tables that grow with the capture's length and the target's threads
-COMPACTED = (
-    "proc/threads.csv",
-    "proc/process.csv",
-    "proc/cpus.csv",
-    "python/intervals.csv",
-    "native/samples.csv",
-    "sched/offcpu.csv",
-    "sched/futex.csv",
-)
-
-
-def parquet_name(rel: str) -> str:
-    """``proc/threads.csv`` -> ``proc/threads.parquet``."""
-    return rel[: -len(".csv")] + ".parquet" if rel.endswith(".csv") else rel + ".parquet"
 
 
 def read_csv_rows(fd: int) -> pd.DataFrame:
@@ -69,7 +48,7 @@ def read_csv_rows(fd: int) -> pd.DataFrame:
 
 
 def read_parquet_rows(fd: int, unguard: bool = False) -> pd.DataFrame:
-    """A Parquet table written by :func:`compact_tables`, as :func:`read_csv_rows` reads its
+    """A Parquet table written by :func:`diagnose.bundle.compaction.convert_table`, as :func:`read_csv_rows` reads its
     CSV. Takes ownership of ``fd``.
 
     Text columns are read dictionary-encoded and each distinct text becomes one Python
@@ -110,41 +89,3 @@ def read_parquet_rows(fd: int, unguard: bool = False) -> pd.DataFrame:
 _TEXT: Any = (
     pd.StringDtype("python", na_value=np.nan) if int(pd.__version__.split(".")[0]) >= 3 else object
 )
-
-
-def compact_tables(
-    writer: BundleWriter, fmt: str = "auto", min_bytes: int = PARQUET_MIN_BYTES
-) -> dict[str, Any]:
-    """Rewrite the bundle's large tables as Parquet (see the module doc). Returns the
-    manifest's ``capture.tables``: the format asked for, and per table converted its sizes
-    before and after, per table kept as CSV the reason."""
-    record: dict[str, Any] = {"format": fmt, "min_bytes": min_bytes, "parquet": {}, "kept": {}}
-    if fmt == "csv":
-        return record
-    for rel in COMPACTED:
-        if not writer.is_file(rel):
-            continue
-        size = writer.size_of(rel)
-        if fmt == "auto" and size < min_bytes:
-            continue
-        try:
-            written = _convert(writer, rel)
-        except Exception as exc:  # the CSV is whole: keep it, say why
-            record["kept"][rel] = f"{type(exc).__name__}: {one_line(exc)}"
-            writer.unlink(parquet_name(rel))
-            continue
-        writer.unlink(rel)
-        record["parquet"][rel] = {"csv_bytes": size, "parquet_bytes": written}
-    return record
-
-
-def _convert(writer: BundleWriter, rel: str) -> int:
-    df = read_csv_rows(writer.dir.open_read(rel))
-    target = parquet_name(rel)
-
-    def fill(fd: int) -> None:
-        with os.fdopen(os.dup(fd), "wb") as fh:
-            df.to_parquet(fh, engine="pyarrow", compression="zstd", index=False)
-
-    writer.dir.write_atomic(target, fill)
-    return writer.size_of(target)

@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from diagnose.bundle.columnar import parquet_name, read_csv_rows, read_parquet_rows
+from diagnose.bundle.columnar import read_csv_rows, read_parquet_rows
+from diagnose.bundle.compaction import parquet_name
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus, Manifest
 from diagnose.bundle.safedir import SafeDir
 from diagnose.bundle.schema import validate

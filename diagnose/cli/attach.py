@@ -52,7 +52,14 @@ def attach(
     progress = Progress()
     others = tuple(int(p) for p in siblings.split(",") if p.strip().isdigit())
     result = capture(
-        pid, out, options, follow, progress=progress, command=sys.argv, siblings=others
+        pid,
+        out,
+        options,
+        follow,
+        progress=progress,
+        command=sys.argv,
+        siblings=others,
+        analysed=not no_report,
     )
     progress.done()
     if no_report:

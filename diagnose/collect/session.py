@@ -203,6 +203,7 @@ def capture(
     on_started: Callable[[], None] | None = None,
     writer: BundleWriter | None = None,
     siblings: tuple[int, ...] = (),
+    analysed: bool = True,
 ) -> CaptureResult:
     """Capture ``pid`` into a new bundle at ``out`` (or into ``writer``, a bundle directory
     created already). Raises DiagnoseError on bad input.
@@ -213,6 +214,10 @@ def capture(
     ``on_started`` is called once, when every collector has been started (or has failed
     to), just before the capture waits out its window: ``diagnose sweep`` starts a load
     window there, so the collectors' start-up does not fall into it. It must not raise.
+
+    ``analysed``: whether the bundle is judged in this process straight after; if so, the
+    analysis's imports are made while the collectors convert (``attach --no-report`` and a
+    worker's capture, whose finish shares the cores with its service's, skip them).
     """
     validate_options(options)
     if options.collectors is None or {"perf", "perf_sched"} & set(options.collectors):
@@ -229,7 +234,9 @@ def capture(
     lock = _TargetLock(target.pid)
     lock.acquire()
     try:
-        return _capture_locked(target, out, options, progress, command, on_started, writer)
+        return _capture_locked(
+            target, out, options, progress, command, on_started, writer, analysed
+        )
     finally:
         lock.release()
 
@@ -262,6 +269,7 @@ def _capture_locked(
     command: list[str] | None,
     on_started: Callable[[], None] | None = None,
     writer: BundleWriter | None = None,
+    analysed: bool = True,
 ) -> CaptureResult:
     if writer is None:
         writer = BundleWriter.create(out or default_out_dir(target.pid), default_name=out is None)
@@ -309,13 +317,12 @@ def _capture_locked(
             ctx.ended_at = time.monotonic()
             if sig.received:
                 ended_by = f"interrupted ({sig.received})"
-            for c in running:
-                with contextlib.suppress(Exception):
-                    c.stop()
+            _stop_all(running)
             if ended_by != "duration":
                 workers.stop()
             writer.release_reserve()  # room to finish the bundle, should the disk be full
-            _import_aside("diagnose.bundle.columnar")
+            if analysed:
+                _import_aside("diagnose.bundle.columnar")
             if not _finish_collectors(ctx, running, records):
                 ended_by = "disk_full"
             else:
@@ -418,6 +425,13 @@ def _start_collectors(
             )
 
 
+def _stop_all(running: list[Collector]) -> None:
+    """Tell every running collector to stop (each stops its helpers), whatever one raises."""
+    for c in running:
+        with contextlib.suppress(Exception):
+            c.stop()
+
+
 def _finish_collectors(
     ctx: CaptureContext, running: list[Collector], records: dict[str, CollectorRecord]
 ) -> bool:
@@ -464,8 +478,10 @@ def _import_aside(module: str) -> None:
     recorded: the tables' conversion (and the analysis after it) need pandas and pyarrow,
     whose import (0.5-1 s) then overlaps a conversion that waits on ``perf script`` (a torch
     service's). Not earlier: imported while the collectors start, it ran into the window and
-    diagnose's CPU there went from 0.10 to 0.15 cores (docs/performance.md). A failed import
-    here is raised again where the module is used."""
+    diagnose's CPU there went from 0.10 to 0.15 cores (docs/performance.md); imported while
+    the collectors start with the window waiting for it, it moved as much time into the
+    start-up as it took out of the finish (2026-12-03). A failed import here is raised again
+    where the module is used."""
 
     def run() -> None:
         with contextlib.suppress(Exception):
@@ -486,7 +502,7 @@ def _compact(
         return
     if progress is not None:
         progress("compacting the large tables")
-    from diagnose.bundle.columnar import compact_tables, parquet_name
+    from diagnose.bundle.compaction import compact_tables, parquet_name
 
     tables = compact_tables(ctx.writer, ctx.options.tables)
     manifest.capture = replace(manifest.capture, tables=tables)

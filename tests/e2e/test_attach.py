@@ -275,3 +275,30 @@ def test_tables_parquet_rewrites_the_tables_and_the_report_reads_them(tmp_path):
     running = {t.get("name"): t["shares"]["running"] for t in report["threads"]}
     blocked = [running[n] for n in ("holder", "waiter-0", "waiter-1", "waiter-2")]
     assert running["spinner"] > 0.1 and running["spinner"] > 5 * max(blocked), running
+
+
+def test_a_capture_not_judged_after_skips_the_analysis_imports(tmp_path):
+    # GIVEN a running target, captured briefly with and without --no-report (a worker's
+    # capture is --no-report: its finish shares the cores with its service's)
+    proc = start_states()
+    try:
+        imported = {}
+        for mode in ("--no-report", "--report"):
+            argv = [sys.executable, "-X", "importtime", "-m", "diagnose", "attach",
+                    str(proc.pid), "-d", "1", "--collectors", "proc",
+                    "-o", str(tmp_path / mode.strip("-"))]  # fmt: skip
+            if mode == "--no-report":
+                argv.append(mode)
+            run = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=ROOT)
+            assert run.returncode == 0, run.stderr[-2000:]
+            imported[mode] = {
+                line.rsplit("|", 1)[-1].strip()
+                for line in run.stderr.splitlines()
+                if line.startswith("import time:")
+            }
+    finally:
+        proc.kill()
+        proc.wait()
+    # THEN pandas (0.5 CPU-s to import) is imported only where the bundle is judged
+    assert "pandas" in imported["--report"]
+    assert "pandas" not in imported["--no-report"]

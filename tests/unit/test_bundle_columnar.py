@@ -6,20 +6,22 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from diagnose.bundle import Bundle
-from diagnose.bundle.columnar import COMPACTED, compact_tables, parquet_name
+from diagnose.bundle.compaction import COMPACTED, compact_tables, parquet_name
 from diagnose.bundle.manifest import CSV_GUARDED, Manifest
 from diagnose.bundle.safedir import SafeDir
 from diagnose.bundle.writer import BundleWriter
 from diagnose.errors import BadBundle
 from diagnose.escape import csv_cell
 from diagnose.report import diagnose
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, ROOT
 
 FIXTURE = FIXTURES / "bundles" / "lock_contention"
 
@@ -118,3 +120,21 @@ def test_a_damaged_parquet_table_is_a_one_line_bad_bundle(tmp_path, damage):
     with Bundle.open(root) as b, pytest.raises(BadBundle) as err:
         b.table("proc/threads.csv", ["t"])
     assert "proc/threads.parquet" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_bundle_with_no_large_table_is_compacted_without_pandas(tmp_path):
+    # a worker's capture beside its service (--no-report) must not pay pandas' import
+    root = tmp_path / "b"
+    (root / "sched").mkdir(parents=True)
+    (root / "sched" / "offcpu.csv").write_text("t,tid\n0.1,1\n")
+    code = (
+        "import sys; from pathlib import Path\n"
+        "from diagnose.bundle.compaction import compact_tables\n"
+        "from diagnose.bundle.writer import BundleWriter\n"
+        "from diagnose.bundle.safedir import SafeDir\n"
+        f"w = BundleWriter(SafeDir.open(Path({str(root)!r})))\n"
+        "r = compact_tables(w, 'auto')\n"
+        "print(sorted(r['parquet']), 'pandas' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.stdout.split() == ["[]", "False"], out.stderr[-2000:]
