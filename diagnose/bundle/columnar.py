@@ -3,10 +3,10 @@ as Parquet").
 
 Collectors stream their tables as CSV: rows are appended as they come, a capture cut short
 keeps every whole row, and nothing holds them in memory. Once the collectors have finished,
-each large table (``compaction.COMPACTED``, at least ``PARQUET_MIN_BYTES`` with ``auto``) is
-rewritten as ``NAME.parquet`` (zstd; bundle/compaction.py) and its CSV removed: on a 10-minute, 256-thread
-bundle its three tables over the threshold went from 206.6 to 39.3 MiB (docs/performance.md,
-section 4).
+each large table (``compaction.COMPACTED``, at least ``PARQUET_MIN_BYTES`` with ``auto``)
+is rewritten as ``NAME.parquet`` (zstd; bundle/compaction.py) and its CSV removed: on a
+10-minute, 256-thread bundle its three tables over the threshold went from 206.6 to 39.3 MiB
+(docs/performance.md, section 4).
 
 The table is read the way the analysis reads a CSV (pandas, every column's type inferred
 over the whole file), and Parquet keeps those types, so the analysis reads the same frame
@@ -48,8 +48,8 @@ def read_csv_rows(fd: int) -> pd.DataFrame:
 
 
 def read_parquet_rows(fd: int, unguard: bool = False) -> pd.DataFrame:
-    """A Parquet table written by :func:`diagnose.bundle.compaction.convert_table`, as :func:`read_csv_rows` reads its
-    CSV. Takes ownership of ``fd``.
+    """A Parquet table written by :func:`diagnose.bundle.compaction.convert_table`, as
+    :func:`read_csv_rows` reads its CSV. Takes ownership of ``fd``.
 
     Text columns are read dictionary-encoded and each distinct text becomes one Python
     string shared by its rows: read as one string per row, the 10-minute 256-thread bundle's
