@@ -290,7 +290,7 @@ def _host_busy() -> tuple[float, float]:
 
 
 @dataclass
-class _Sample:
+class CpuSample:
     at: float
     threads: dict[tuple[int, int], tuple[int, int]]
     host: tuple[float, float]
@@ -298,71 +298,106 @@ class _Sample:
 
 class CpuWatch:
     """The generator's CPU over one window: sampled at its start, every half second (so an
-    exit just before the end still leaves a sample), and at its end, from a thread."""
+    exit just before the end still leaves a sample), and at its end, from a thread.
 
-    def __init__(self, pid: int) -> None:
+    ``launched``: the generator process was started at the window's start (a command, not a
+    warmed-up locust): its start-up (interpreter, imports, blocked on a cold disk) is not
+    load it could have sent, so it is left out of the busiest thread's shares; see
+    :func:`generator_cpu`."""
+
+    def __init__(self, pid: int, launched: bool = False) -> None:
         self.pid = pid
-        self.first: _Sample | None = None
-        self.last: _Sample | None = None
+        self.launched = launched
+        self.samples: list[CpuSample] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def _sample(self) -> _Sample | None:
+    def _sample(self) -> CpuSample | None:
         threads = _thread_times(self.pid)
         if not threads:
             return None
-        return _Sample(time.monotonic(), threads, _host_busy())
+        return CpuSample(time.monotonic(), threads, _host_busy())
+
+    def _keep(self, s: CpuSample | None) -> bool:
+        if s is not None:
+            self.samples.append(s)
+        return s is not None
 
     def start(self, window_s: float) -> None:
-        self.first = self.last = self._sample()
+        self._keep(self._sample())
         deadline = time.monotonic() + window_s
 
         def run() -> None:
             while not self._stop.wait(min(0.5, max(0.0, deadline - time.monotonic()))):
-                s = self._sample()
-                if s is None:
-                    return
-                self.last = s
-                if time.monotonic() >= deadline:
+                if not self._keep(self._sample()) or time.monotonic() >= deadline:
                     return
 
         self._thread = threading.Thread(target=run, name="diagnose-sweep-cpuwatch", daemon=True)
         self._thread.start()
 
     def result(self) -> dict[str, Any]:
-        """cores (the tree's CPU / window), the busiest thread's on-CPU and run-queue shares,
-        ``saturated``, and the host's busy share of all its CPUs over the same window."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(2)
-        a, b = self.first, self.last
-        if a is None or b is None or b.at - a.at < 0.2:
-            return {"measured": False, "saturated": False}
-        span = b.at - a.at
-        on_total = 0
-        busiest = (0.0, 0.0)  # (on-CPU, run-queue) shares of the thread that wanted most
-        for key, (on, wait) in b.threads.items():
-            on0, wait0 = a.threads.get(key, (0, 0))
-            share = (max(0, on - on0) / 1e9 / span, max(0, wait - wait0) / 1e9 / span)
-            on_total += max(0, on - on0)
-            if sum(share) > sum(busiest):
-                busiest = share
-        busy0, total0 = a.host
-        busy1, total1 = b.host
-        host = (busy1 - busy0) / (total1 - total0) if total1 > total0 else None
-        demand = min(1.0, busiest[0] + busiest[1])
-        return {
-            "measured": True,
-            "seconds": round(span, 3),
-            "cpu_cores": round(on_total / 1e9 / span, 3),
-            "processes": len({pid for pid, _ in b.threads}),
-            "threads": len(b.threads),
-            "busiest_thread_oncpu": round(min(1.0, busiest[0]), 3),
-            "busiest_thread_waiting": round(min(1.0, busiest[1]), 3),
-            "busiest_thread_demand": round(demand, 3),
-            "saturated": demand >= SATURATED_SHARE,
-            "host_busy_share": None if host is None else round(host, 3),
-        }
+        return generator_cpu(list(self.samples), self.launched)
+
+
+def _shares(a: CpuSample, b: CpuSample, key: tuple[int, int]) -> tuple[float, float]:
+    """(on-CPU, run-queue) shares of ``a``..``b`` for one thread (0 where it was not yet)."""
+    span = b.at - a.at
+    on0, wait0 = a.threads.get(key, (0, 0))
+    on1, wait1 = b.threads.get(key, (on0, wait0))
+    return max(0, on1 - on0) / 1e9 / span, max(0, wait1 - wait0) / 1e9 / span
+
+
+def _started(samples: list[CpuSample], key: tuple[int, int]) -> int:
+    """Index of the sample a freshly launched generator's thread began sending from: the
+    start of its first interval at SATURATED_SHARE demand, when that interval began in the
+    window's first half (a start-up is short; a thread that got there later was not
+    saturated for most of the window and is measured over all of it); else 0."""
+    half = samples[0].at + (samples[-1].at - samples[0].at) / 2
+    for i in range(len(samples) - 1):
+        if samples[i].at >= half:
+            break
+        if samples[i + 1].at - samples[i].at >= 0.1 and (
+            sum(_shares(samples[i], samples[i + 1], key)) >= SATURATED_SHARE
+        ):
+            return i
+    return 0
+
+
+def generator_cpu(samples: list[CpuSample], launched: bool = False) -> dict[str, Any]:
+    """cores (the tree's CPU / window), the busiest thread's on-CPU and run-queue shares,
+    ``saturated``, and the host's busy share of all its CPUs over the same window.
+
+    The busiest thread is the one that wanted a core most over the window. For a generator
+    ``launched`` at the window's start its shares are measured from :func:`_started`, and
+    ``startup_s`` says how much was left out."""
+    if len(samples) < 2 or samples[-1].at - samples[0].at < 0.2:
+        return {"measured": False, "saturated": False}
+    a, b = samples[0], samples[-1]
+    span = b.at - a.at
+    busiest = max(b.threads, key=lambda k: sum(_shares(a, b, k)))
+    first = _started(samples, busiest) if launched else 0
+    on, waiting = _shares(samples[first], b, busiest)
+    on_total = sum(max(0, on1 - a.threads.get(k, (0, 0))[0]) for k, (on1, _) in b.threads.items())
+    busy0, total0 = a.host
+    busy1, total1 = b.host
+    host = (busy1 - busy0) / (total1 - total0) if total1 > total0 else None
+    demand = min(1.0, on + waiting)
+    return {
+        "measured": True,
+        "seconds": round(span, 3),
+        "startup_s": round(samples[first].at - a.at, 3),
+        "cpu_cores": round(on_total / 1e9 / span, 3),
+        "processes": len({pid for pid, _ in b.threads}),
+        "threads": len(b.threads),
+        "busiest_thread_oncpu": round(min(1.0, on), 3),
+        "busiest_thread_waiting": round(min(1.0, waiting), 3),
+        "busiest_thread_demand": round(demand, 3),
+        "saturated": demand >= SATURATED_SHARE,
+        "host_busy_share": None if host is None else round(host, 3),
+    }
 
 
 # --- drivers -------------------------------------------------------------------------------
@@ -384,6 +419,9 @@ class RunningLoad(ABC):
         self.load_dir = load_dir
         self.window_s = window_s
         self.proc: LaunchedCommand | None = None
+
+    #: :meth:`go` starts the generator's process (its start-up falls inside the window)
+    launched_at_go = False
 
     @property
     def pid(self) -> int | None:
@@ -489,6 +527,8 @@ class CommandRun(RunningLoad):
         self.parser = parser
         self.tool = tool
         self.argv = argv
+
+    launched_at_go = True
 
     def wait_warm(self, timeout: float) -> None:
         return None  # the warm-up run has ended when start() returns

@@ -337,7 +337,7 @@ class Sweep:
                 try:
                     went["wall"] = run.go()
                     went["at"] = time.monotonic()
-                    went["watch"] = CpuWatch(run.pid or 0)
+                    went["watch"] = CpuWatch(run.pid or 0, run.launched_at_go)
                     went["watch"].start(window)
                 except Exception as exc:  # recorded below; the capture ends normally
                     went["error"] = exc

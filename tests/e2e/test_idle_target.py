@@ -20,6 +20,18 @@ from tests.e2e.cli import run_cli
 SECONDS = "6"
 
 
+#: an idle target's on-CPU samples, as a share of what one thread busy for the whole capture
+#: would get: the server's own wake-ups (polling every 0.5 s) give a few samples
+#: (4 of about 600 in one CI run); one busy thread is 1.0
+IDLE_SHARE = 0.02
+
+
+def idle_share(out: Path, perf: dict) -> float:
+    cap = json.loads((out / "manifest.json").read_text())["capture"]
+    busy_thread = perf["details"]["rate_hz"] * cap["duration_actual"]
+    return float(perf["details"]["samples"]) / busy_thread
+
+
 def collectors(out: Path) -> dict[str, dict]:
     return json.loads((out / "manifest.json").read_text())["collectors"]
 
@@ -37,9 +49,9 @@ def assert_nothing_failed(out: Path, stdout: str) -> None:
         assert "no on-CPU samples" in perf["reason"], perf  # per-thread clocks: none reached
     elif perf.get("status") == "ok":
         # recorded CPU-wide, a sample falls on the target whenever it runs at the tick: an
-        # idle http.server waking every 0.5 s to poll got one in a 6 s window (5.54 s,
-        # _PyType_Lookup) in one CI run of four. Either none, said, or a few (10 ms each)
-        assert "no on-CPU samples" in perf["reason"] or perf["details"]["samples"] <= 3, perf
+        # idle http.server waking every 0.5 s to poll got 1 in a 6 s window in one CI run of
+        # four, 4 in another. Either none, said, or far fewer than one busy thread would get
+        assert "no on-CPU samples" in perf["reason"] or idle_share(out, perf) < IDLE_SHARE, perf
     assert "Not measured" not in stdout or "gil" not in stdout.split("Not measured", 1)[1]
 
 

@@ -10,8 +10,11 @@ import json
 import pytest
 
 from diagnose.sweep.loadgen import (
+    SATURATED_SHARE,
+    CpuSample,
     LoadFigures,
     figures_from_json,
+    generator_cpu,
     parse_json_line,
     parse_locust_csv,
     parse_locust_window,
@@ -154,3 +157,72 @@ def test_read_stats_file_takes_a_samples_stats_line_and_refuses_the_rest(tmp_pat
     log.write_text("Segmentation fault\n")
     with pytest.raises(ValueError, match="no JSON line"):
         read_stats_file(log)
+
+
+# --- the generator's CPU (hand-built schedstat samples) --------------------------------------
+
+MAIN = (100, 100)  # (pid, tid) of the generator's main thread
+
+
+def samples(*steps: tuple[float, float, float]) -> list[CpuSample]:
+    """Half-second samples; each step is (seconds later, on-CPU s, run-queue s) added over
+    it. The host's counters rise with the samples (half busy)."""
+    at, on, wait = 0.0, 0.0, 0.0
+    out = [CpuSample(at, {MAIN: (0, 0)}, (0.0, 1.0))]
+    for dt, d_on, d_wait in steps:
+        at, on, wait = at + dt, on + d_on, wait + d_wait
+        out.append(CpuSample(at, {MAIN: (int(on * 1e9), int(wait * 1e9))}, (at, 1.0 + 2 * at)))
+    return out
+
+
+#: a command launched at the go, blocked 0.5 s on a cold disk in its start-up (neither on a
+#: CPU nor queued), then spinning for the rest of a 2 s window: CI saw this as 0.747
+COLD_START = samples((0.5, 0.0, 0.0), (0.5, 0.49, 0.0), (0.5, 0.48, 0.01), (0.5, 0.5, 0.0))
+
+
+def test_a_launched_generators_start_up_is_not_counted_as_load_it_could_have_sent():
+    g = generator_cpu(COLD_START, launched=True)
+    assert g["measured"] and g["saturated"], g
+    assert g["startup_s"] == 0.5 and g["busiest_thread_demand"] == pytest.approx(0.987, abs=1e-3)
+    assert g["seconds"] == 2.0 and g["cpu_cores"] == pytest.approx(0.735, abs=1e-3)
+    # the contrast: a warmed-up generator (locust) idle for that half-second was not saturated
+    g = generator_cpu(COLD_START, launched=False)
+    assert not g["saturated"] and g["startup_s"] == 0.0
+    assert g["busiest_thread_demand"] == pytest.approx(0.74, abs=1e-3)
+
+
+def test_a_generator_that_never_reaches_saturation_is_measured_over_the_whole_window():
+    steady = samples(*[(0.5, 0.3, 0.02)] * 4)  # 64% busy from the start
+    g = generator_cpu(steady, launched=True)
+    assert not g["saturated"] and g["startup_s"] == 0.0
+    assert g["busiest_thread_demand"] == pytest.approx(0.64, abs=1e-3)
+
+
+def test_a_generator_saturated_only_in_the_windows_second_half_is_not_saturated():
+    late = samples((0.5, 0.05, 0.0), (0.5, 0.05, 0.0), (0.5, 0.5, 0.0), (0.5, 0.5, 0.0))
+    g = generator_cpu(late, launched=True)
+    assert not g["saturated"] and g["startup_s"] == 0.0
+    assert g["busiest_thread_demand"] == pytest.approx(0.55, abs=1e-3)
+
+
+def test_time_queued_for_a_core_counts_as_demand():
+    starved = samples(*[(0.5, 0.25, 0.23)] * 4)  # on a CPU half the time, queued the rest
+    g = generator_cpu(starved)
+    assert g["saturated"] and g["busiest_thread_demand"] == pytest.approx(0.96, abs=1e-3)
+    assert g["busiest_thread_oncpu"] == 0.5 and g["busiest_thread_waiting"] == 0.46
+
+
+def test_the_busiest_thread_is_the_one_that_wanted_a_core_most():
+    s = samples(*[(0.5, 0.1, 0.0)] * 4)
+    worker = (100, 101)
+    for i, smp in enumerate(s):
+        smp.threads[worker] = (int(i * 0.47e9), 0)
+    g = generator_cpu(s)
+    assert g["threads"] == 2 and g["saturated"] and g["busiest_thread_oncpu"] == 0.94
+    assert g["cpu_cores"] == pytest.approx(1.14, abs=1e-3)
+
+
+def test_too_short_a_window_is_not_measured():
+    assert generator_cpu(samples()) == {"measured": False, "saturated": False}
+    assert generator_cpu(samples((0.1, 0.1, 0.0))) == {"measured": False, "saturated": False}
+    assert SATURATED_SHARE == 0.9  # docs/sweep.md quotes it
