@@ -143,6 +143,15 @@ _CAPTURE_OPTS = [
         "else ran there until it is converted), threads follows the target's threads alone.",
     ),
     click.option(
+        "--sched-events",
+        type=int,
+        default=None,
+        metavar="N",
+        help="Scheduler events converted (perf_sched: run-queue delay, off-CPU and futex "
+        "stacks), the earliest; the trace stops once it holds them. Default: 3,000 per "
+        "second of --duration, at least 30,000, shared by a service's workers' captures.",
+    ),
+    click.option(
         "--tables",
         type=click.Choice(TABLE_FORMATS),
         default="auto",
@@ -213,11 +222,14 @@ def make_options(
     tables: str = "auto",
     workers: str = "all",
     perf_scope: str = "auto",
+    sched_events: int | None = None,
 ) -> CaptureOptions:
     if max_bundle_mb < 1:
         raise UsageError(f"--max-bundle-mb must be at least 1 (MiB), not {max_bundle_mb}")
     if cpu_budget is not None and not (0 <= cpu_budget <= 1024):
         raise UsageError(f"--cpu-budget must be 0 (no budget) to 1024 cores, not {cpu_budget:g}")
+    if sched_events is not None and not (1000 <= sched_events <= 10_000_000):
+        raise UsageError(f"--sched-events must be 1000 to 10000000 events, not {sched_events}")
     try:
         chosen = parse_workers(workers)
     except ValueError as exc:
@@ -239,6 +251,7 @@ def make_options(
         tables=tables,
         workers=chosen,
         perf_scope=perf_scope,
+        sched_events=sched_events,
     )
 
 

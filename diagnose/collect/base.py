@@ -55,6 +55,9 @@ class CaptureOptions:
     # perf's on-CPU sampler: "auto" records the CPUs the target may run on where diagnose
     # may (collect/perf/oncpu.py), "threads" the target's threads alone
     perf_scope: str = "auto"
+    # scheduler events the perf_sched collector converts (collect/perf/sched.py
+    # event_budget); None: its default for the duration. The workers' captures share it.
+    sched_events: int | None = None
 
 
 @dataclass

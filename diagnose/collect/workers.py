@@ -31,6 +31,7 @@ from diagnose.bundle.writer import WORKERS_DIR, WORKERS_MEMBER, BundleWriter
 from diagnose.collect.base import CaptureOptions
 from diagnose.collect.budget import default_budget
 from diagnose.collect.child import OWN_ACCOUNT, Child
+from diagnose.collect.perf.sched import event_budget
 from diagnose.collect.system import cpu_capacity
 from diagnose.collect.target import Target
 from diagnose.errors import OutputError
@@ -59,17 +60,20 @@ class WorkerRun:
 
 def share(options: CaptureOptions, pid: int, workers: int) -> CaptureOptions:
     """Each of ``workers`` captures' options: 1/N of the CPU budget (the default one worked
-    out for ``pid``'s cores where none was given; 0, no budget, stays 0) and of the disk
-    budget."""
+    out for ``pid``'s cores where none was given; 0, no budget, stays 0), of the disk
+    budget and of the scheduler trace's event budget (where ``--sched-events`` was not
+    given: their conversions run side by side, on the cores the service keeps busy)."""
     if workers <= 1:
         return options
     budget = options.cpu_budget
     if budget is None:
         budget = default_budget(cpu_capacity(pid).get("cores_available"))
+    events = options.sched_events
     return replace(
         options,
         cpu_budget=round(budget / workers, 4) if budget else budget,
         max_bundle_bytes=max(2**20, options.max_bundle_bytes // workers),
+        sched_events=event_budget(options.duration, workers) if events is None else events,
     )
 
 
@@ -92,6 +96,8 @@ def child_argv(
         argv += ["--cpu-budget", f"{options.cpu_budget:g}"]
     if options.rate_chosen:
         argv += ["--rate", str(options.rate)]
+    if options.sched_events is not None:
+        argv += ["--sched-events", str(options.sched_events)]
     if options.proc_rate_chosen:
         argv += ["--proc-rate", str(options.proc_rate)]
     argv.append("--native" if options.native else "--no-native")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -185,6 +186,36 @@ def test_a_prefork_master_leads_to_all_its_workers_by_default(tmp_path: Path):
     assert "**Service of 2 workers:** Idle" in (tmp_path / "b" / "report.md").read_text()
     # no capture of either worker is left behind
     assert not worker_captures(workers)
+
+
+@pytest.mark.skipif(shutil.which("perf") is None, reason="perf is not installed")
+def test_the_workers_captures_share_the_scheduler_traces_event_budget(tmp_path: Path):
+    # GIVEN gunicorn with two workers, captured with the scheduler trace
+    s = select(["gunicorn_idle"])[0]
+    with running(s, None, tmp_path / "svc") as run:
+        res = run_cli(
+            "attach", str(run.pid), "-d", "2", "--collectors", "proc,perf_sched", "--no-report",
+            "-o", str(tmp_path / "b"),
+        )  # fmt: skip
+    assert res.returncode in (0, 5), res.stderr
+    (other,) = json.loads((tmp_path / "b" / "workers.json").read_text())["workers"]
+    # THEN each capture converts half the 30,000 events one capture would: their conversions
+    # run side by side after the window
+    for bundle in (tmp_path / "b", tmp_path / "b" / other["dir"]):
+        man = json.loads((bundle / "manifest.json").read_text())
+        assert man["collectors"]["perf_sched"]["details"]["event_budget"] == 15_000, man
+    # near miss: a budget given is each capture's own
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        res = run_cli(
+            "attach", str(proc.pid), "-d", "1", "--collectors", "proc,perf_sched",
+            "--no-report", "--sched-events", "40000", "-o", str(tmp_path / "c"),
+        )  # fmt: skip
+    finally:
+        proc.kill()
+        proc.wait()
+    man = json.loads((tmp_path / "c" / "manifest.json").read_text())
+    assert man["collectors"]["perf_sched"]["details"]["event_budget"] == 40_000, man
 
 
 def worker_captures(pids: set[int]) -> list[list[str]]:

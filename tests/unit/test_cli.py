@@ -116,6 +116,8 @@ def test_bundle_directory_cannot_be_stdout():
         (["attach", NO_SUCH_PID, "--proc-rate", "500"],
          "--proc-rate must be 1 to 200 ticks per second, not 500"),
         (["attach", NO_SUCH_PID, "--max-bundle-mb", "0"], "--max-bundle-mb must be at least 1 (MiB), not 0"),
+        (["attach", NO_SUCH_PID, "--sched-events", "999"],
+         "--sched-events must be 1000 to 10000000 events, not 999"),
         (["attach", NO_SUCH_PID, "--workers", "most"],
          "--workers takes all, busiest or PIDs separated by commas, not 'most'"),
         (["run", "--warmup", "-1", "--", "true"], "--warmup must be 0 to 3600 seconds, not -1"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from diagnose.collect.base import CaptureOptions
 from diagnose.collect.perf import sched
 
 
@@ -30,10 +31,19 @@ def _collector(rec: _Rec, by_budget: bool) -> sched.PerfSchedCollector:
     return c
 
 
-def test_the_cap_is_what_the_event_budget_needs():
-    assert sched.budget_bytes(10.0) == sched.event_budget(10.0) * sched.BYTES_PER_EVENT
-    assert sched.budget_bytes(10.0) == 30_000 * 200  # 6 MB for a default window
-    assert sched.budget_bytes(60.0) == 180_000 * 200  # grows with the window
+def test_the_budget_grows_with_the_duration_asked_for():
+    assert sched.capture_budget(CaptureOptions()) == 30_000  # 6 MB at 200 bytes an event
+    assert sched.capture_budget(CaptureOptions(duration=60.0)) == 180_000
+    assert sched.capture_budget(CaptureOptions(duration=60.0, sched_events=5_000)) == 5_000
+
+
+def test_captures_side_by_side_share_the_budget():
+    # a service's two workers convert 15,000 events each: as much as one capture in all
+    assert sched.event_budget(10.0, captures=2) == 15_000
+    assert sched.event_budget(60.0, captures=3) == 60_000
+    # near misses: one capture keeps the whole; a share has a floor
+    assert sched.event_budget(10.0, captures=1) == sched.event_budget(10.0) == 30_000
+    assert sched.event_budget(10.0, captures=4) == sched.MIN_SHARED_EVENTS == 10_000
 
 
 def test_progress_says_the_trace_ended_at_its_budget():

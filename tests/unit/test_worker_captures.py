@@ -33,7 +33,7 @@ def parsed(argv: list[str]) -> tuple[dict, CaptureOptions]:
         CaptureOptions(
             duration=3.5, rate=250, rate_chosen=True, proc_rate=5, proc_rate_chosen=True,
             cpu_budget=0.0, native=True, nonblocking=False, collectors=("proc", "pyspy"),
-            max_bundle_bytes=64 * 2**20, tables="csv",
+            max_bundle_bytes=64 * 2**20, tables="csv", sched_events=15_000,
         ),
     ],
 )  # fmt: skip
@@ -55,6 +55,8 @@ def test_each_worker_gets_its_share_of_the_budgets():
     opts = CaptureOptions(cpu_budget=0.06, max_bundle_bytes=1024 * 2**20)
     three = share(opts, 1, 3)
     assert three.cpu_budget == pytest.approx(0.02) and three.max_bundle_bytes == 1024 * 2**20 // 3
+    assert share(opts, 1, 2).sched_events == 15_000  # the scheduler trace's 30,000 events
+    assert share(replace(opts, sched_events=40_000), 1, 2).sched_events == 40_000  # as given
     # near misses: one worker keeps the whole; no budget (0) stays none; the disk share has a floor
     assert share(opts, 1, 1) is opts
     assert share(replace(opts, cpu_budget=0.0), 1, 4).cpu_budget == 0.0

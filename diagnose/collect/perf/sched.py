@@ -44,7 +44,7 @@ from typing import Any
 
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
 from diagnose.bundle.writer import guarded_csv_writer
-from diagnose.collect.base import CaptureContext
+from diagnose.collect.base import CaptureContext, CaptureOptions
 from diagnose.collect.perf.record import (
     PerfCollectorBase,
     PerfRecord,
@@ -91,14 +91,24 @@ MIN_EVENTS = 30_000
 BYTES_PER_EVENT = 200
 
 
-def event_budget(window_s: float) -> int:
-    """How many scheduler events a capture window of ``window_s`` seconds converts."""
-    return max(MIN_EVENTS, int(EVENTS_PER_S * window_s))
+#: the least a capture converts when several (a service's workers, ``--workers``) share the
+#: event budget: a two-worker service's captures convert 15,000 each
+MIN_SHARED_EVENTS = 10_000
 
 
-def budget_bytes(window_s: float) -> int:
-    """The size at which the recording of a ``window_s`` window stops: its event budget."""
-    return event_budget(window_s) * BYTES_PER_EVENT
+def event_budget(window_s: float, captures: int = 1) -> int:
+    """How many scheduler events a capture window of ``window_s`` seconds converts: one of
+    ``captures`` side by side (a service's workers) converts its share, 1/N of that."""
+    whole = max(MIN_EVENTS, int(EVENTS_PER_S * window_s))
+    return whole if captures <= 1 else max(MIN_SHARED_EVENTS, whole // captures)
+
+
+def capture_budget(options: CaptureOptions) -> int:
+    """A capture's event budget: ``--sched-events`` (a worker's share), or the default for
+    the duration asked for (not for the window so far: the recording's cap is set before
+    the window opens)."""
+    given = options.sched_events
+    return given if given is not None else event_budget(options.duration)
 
 
 OFFCPU_COLUMNS = ["t", "tid", "cpu", "state", "dur", "cpu_in", "runq", "waker", "stack_id"]
@@ -134,7 +144,7 @@ class PerfSchedCollector(PerfCollectorBase):
         if self.futex:
             events += ["-e", "syscalls:sys_enter_futex", "-e", "syscalls:sys_exit_futex"]
         disk_cap = min(MAX_BYTES, max(16 * 2**20, ctx.options.max_bundle_bytes // 4))
-        events_cap = budget_bytes(ctx.window())
+        events_cap = capture_budget(ctx.options) * BYTES_PER_EVENT
         self.by_budget = events_cap < disk_cap
         max_bytes = min(disk_cap, events_cap)
         self.rec = PerfRecord(
@@ -167,6 +177,7 @@ class PerfSchedCollector(PerfCollectorBase):
             "max_bytes": rec.max_bytes,
             "max_seconds": MAX_SECONDS,
             "recorded_bytes": rec.size_bytes(),
+            "event_budget": capture_budget(ctx.options),
         }
         files = [rec.stderr_rel]
         summary = SchedSummary()
@@ -177,8 +188,7 @@ class PerfSchedCollector(PerfCollectorBase):
             fields = "tid,cpu,time,event,ip,sym,dso,trace"
             tool, no_demangle = demangling(details)
             extra = ["--show-switch-events", "--show-lost-events", *no_demangle]
-            budget = event_budget(ctx.window())
-            details["event_budget"] = budget
+            budget = details["event_budget"]
             with contextlib.closing(rec.script(fields, extra, SCRIPT_TIMEOUT)) as lines:
                 counts = write_tables(ctx, lines, summary, budget, tool, rec.namer())
             rec.named_here(details)
