@@ -164,14 +164,16 @@ def test_read_stats_file_takes_a_samples_stats_line_and_refuses_the_rest(tmp_pat
 MAIN = (100, 100)  # (pid, tid) of the generator's main thread
 
 
-def samples(*steps: tuple[float, float, float]) -> list[CpuSample]:
+def samples(*steps: tuple[float, float, float], steal: float = 0.0) -> list[CpuSample]:
     """Half-second samples; each step is (seconds later, on-CPU s, run-queue s) added over
-    it. The host's counters rise with the samples (half busy)."""
+    it. The host's counters rise with the samples (one of two CPUs busy, ``steal`` of that
+    busy time stolen by the hypervisor)."""
     at, on, wait = 0.0, 0.0, 0.0
-    out = [CpuSample(at, {MAIN: (0, 0)}, (0.0, 1.0))]
+    out = [CpuSample(at, {MAIN: (0, 0)}, (0.0, 1.0, 0.0))]
     for dt, d_on, d_wait in steps:
         at, on, wait = at + dt, on + d_on, wait + d_wait
-        out.append(CpuSample(at, {MAIN: (int(on * 1e9), int(wait * 1e9))}, (at, 1.0 + 2 * at)))
+        host = (at, 1.0 + 2 * at, steal * at)
+        out.append(CpuSample(at, {MAIN: (int(on * 1e9), int(wait * 1e9))}, host))
     return out
 
 
@@ -203,6 +205,19 @@ def test_a_generator_saturated_only_in_the_windows_second_half_is_not_saturated(
     g = generator_cpu(late, launched=True)
     assert not g["saturated"] and g["startup_s"] == 0.0
     assert g["busiest_thread_demand"] == pytest.approx(0.55, abs=1e-3)
+
+
+def test_time_the_hypervisor_stole_while_it_ran_counts_as_demand():
+    # a spinning generator on a VM: on a CPU 0.85 of the window, never queued, while the
+    # hypervisor took 15% of the host's busy time (a CI run saw 0.826-0.879, 0.001 queued)
+    spinning = [(0.5, 0.425, 0.0)] * 6
+    g = generator_cpu(samples(*spinning, steal=0.15))
+    assert g["saturated"] and g["host_steal_share"] == 0.15
+    assert g["busiest_thread_oncpu"] == 0.85 and g["busiest_thread_demand"] == 1.0
+    # near misses: no steal; a thread half idle is not made saturated by steal
+    assert not generator_cpu(samples(*spinning))["saturated"]
+    half = generator_cpu(samples(*[(0.5, 0.25, 0.0)] * 6, steal=0.15))
+    assert not half["saturated"] and half["busiest_thread_demand"] == pytest.approx(0.588, abs=1e-3)
 
 
 def test_time_queued_for_a_core_counts_as_demand():
