@@ -423,7 +423,11 @@ class ProcSampler(Collector):
         if self.unreadable:
             details["unreadable"] = sorted(self.unreadable)
         if self.ticks == 0:
-            reason = self.error or "the target exited before the first tick"
+            reason = self.error or (
+                "the target exited before the first tick"
+                if ctx.target_exited.is_set()
+                else f"the capture ended {ctx.window():.1f} s into its window, before the first tick"
+            )
             return self.record(CollectorStatus.FAILED, reason, files, **details)
         if self.error:
             return self.record(

@@ -387,11 +387,7 @@ class PySpyCollector(_PySpyBased):
             samples_total += samples or 0
             errors_total += errors or 0
             if not ctx.writer.is_file(rel) or ctx.writer.size_of(rel) == 0:
-                problems.append(
-                    explain_failure(stderr, ctx.target.pid)
-                    if stderr
-                    else f"py-spy exited with {rc}"
-                )
+                problems.append(explain_failure(stderr, ctx.target.pid, rc))
                 continue
             try:  # one chunk (at most CHUNK_SECONDS) in memory at a time
                 events = json.loads(ctx.writer.read_text(rel))
@@ -574,11 +570,7 @@ class GilCollector(_PySpyBased):
             weight = self.rates[0][1] / self.rate_at(spawn_t) if self.rates else 1.0
             samples, _errors = parse_summary(stderr)
             if samples is None or not ctx.writer.is_file(rel):
-                problems.append(
-                    explain_failure(stderr, ctx.target.pid)
-                    if stderr
-                    else f"py-spy exited with {rc}"
-                )
+                problems.append(explain_failure(stderr, ctx.target.pid, rc))
                 continue
             samples_total += samples
             files.append(rel)

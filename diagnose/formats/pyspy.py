@@ -112,10 +112,18 @@ def parse_summary(stderr: str) -> tuple[int | None, int | None]:
     return int(samples), int(errors)
 
 
-def explain_failure(stderr: str, pid: int) -> str:
-    """One line saying why py-spy failed, with the fix where we know it."""
+def explain_failure(stderr: str, pid: int, rc: int | None = None) -> str:
+    """One line saying why py-spy failed, with the fix where we know it. ``rc``: its exit
+    status (negative: the signal that ended it), which says why when it said nothing."""
     text = stderr.strip()
     low = text.lower()
+    if not text and rc is not None and rc < 0:
+        return (
+            f"py-spy was stopped (signal {-rc}) before it wrote anything: the capture ended "
+            "while it was starting"
+        )
+    if not text and rc is not None:
+        return f"py-spy exited with {rc} and said nothing"
     if "failed to find python version" in low or "failed to find a python interpreter" in low:
         return f"PID {pid} does not look like a CPython process to py-spy ({_last_line(text)})"
     if "permission denied" in low or "operation not permitted" in low:

@@ -10,6 +10,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -204,8 +205,11 @@ def test_9_busy_when_the_process_is_already_being_captured(tmp_path):
             text=True,
         )
         try:
-            wait_for(lambda: (tmp_path / "first" / "manifest.json").exists(), 20, "capture 1")
+            wait_for(lambda: window_opened(tmp_path / "first"), 30, "capture 1's window")
             res = run_cli("attach", str(s.pid), "-d", "2", "-o", str(tmp_path / "second"))
+            # an interrupt in the window's first moments leaves collectors with nothing
+            # (test_5_when_interrupted_before_the_window_opened): this one ends cleanly
+            time.sleep(2.0)
         finally:
             first.send_signal(signal.SIGINT)  # the first capture ends early, cleanly
             _, err = first.communicate(timeout=60)
@@ -213,6 +217,43 @@ def test_9_busy_when_the_process_is_already_being_captured(tmp_path):
     assert "another diagnose capture" in one_line_error(res)
     assert not (tmp_path / "second").exists()
     assert first.returncode == 0, err
+
+
+def window_opened(out: Path) -> bool:
+    """Whether the capture writing ``out`` has opened its measured window."""
+    try:
+        manifest = json.loads((out / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return manifest["capture"].get("window_start_s", 0.0) > 0.0  # 0 until it opens
+
+
+def test_5_when_interrupted_before_the_window_opened(tmp_path):
+    """Ctrl-C while the collectors start: the bundle is written, partial, and says that the
+    capture ended, not that the target exited (it is still running)."""
+    out = tmp_path / "b"
+    with run_sample("lock_contention", "--threads", "2", seconds=30) as s:
+        first = subprocess.Popen(
+            diagnose_argv("attach", str(s.pid), "-d", "20", "-o", str(out)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            wait_for(lambda: (out / "manifest.json").exists(), 30, "the first manifest")
+        finally:
+            first.send_signal(signal.SIGINT)
+            stdout, err = first.communicate(timeout=60)
+        assert s.proc.poll() is None
+    assert first.returncode == ExitCode.PARTIAL == 5, err
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["state"] == "complete"
+    assert manifest["capture"]["ended_by"].startswith("interrupted")
+    assert manifest["capture"]["duration_actual"] < 0.5
+    reasons = {k: c["reason"] for k, c in manifest["collectors"].items()}
+    assert "before the first tick" in reasons["proc"]
+    assert not any("exited" in r and "target" in r for r in reasons.values()), reasons
+    assert "interrupted" in stdout and (out / "report.html").is_file()
 
 
 def test_every_documented_code_is_in_the_readme():

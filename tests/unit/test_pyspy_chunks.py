@@ -87,3 +87,13 @@ def test_a_first_chunk_stopped_before_it_wrote_anything_is_still_listed(tmp_path
     runner = run_chunks(tmp_path, writes=[False], stop_after=0.3)
     assert [rel for rel, *_ in runner.chunks] == ["python/pyspy-000.folded"]
     assert (tmp_path / "b" / "python" / "pyspy-000.folded").read_text() == ""  # kept, empty
+
+
+def test_a_py_spy_that_said_nothing_is_explained_by_how_it_ended():
+    from diagnose.formats.pyspy import explain_failure
+
+    stopped = explain_failure("", 42, -2)
+    assert "stopped (signal 2) before it wrote anything" in stopped
+    assert explain_failure("", 42, 3) == "py-spy exited with 3 and said nothing"
+    # what it said wins over how it ended
+    assert "not permitted" in explain_failure("Error: Permission Denied", 42, -2)
