@@ -351,7 +351,23 @@ def _shares(a: CpuSample, b: CpuSample, key: tuple[int, int]) -> tuple[float, fl
     return max(0, on1 - on0) / 1e9 / span, max(0, wait1 - wait0) / 1e9 / span
 
 
-def _started(samples: list[CpuSample], key: tuple[int, int]) -> int:
+def _stolen(a: CpuSample, b: CpuSample) -> float:
+    """The share of the host's busy CPU time the hypervisor stole over ``a``..``b`` (at
+    most 0.5). A thread's on-CPU time leaves out what was stolen from its vCPU while it ran
+    (it was neither running nor queued then); steal falls on busy vCPUs only (an idle one
+    halts): the share of busy time stolen is the share of its running time it lost."""
+    busy = b.host[0] - a.host[0]
+    return min(0.5, max(0.0, b.host[2] - a.host[2]) / busy) if busy > 0 else 0.0
+
+
+def _demand(a: CpuSample, b: CpuSample, key: tuple[int, int], stolen: float) -> float:
+    """How much of ``a``..``b`` one thread wanted a core: on a CPU (with what the
+    hypervisor ``stolen`` from it while it ran) or queued for one."""
+    on, waiting = _shares(a, b, key)
+    return min(1.0, on / (1 - stolen) + waiting)
+
+
+def _started(samples: list[CpuSample], key: tuple[int, int], stolen: float) -> int:
     """Index of the sample a freshly launched generator's thread began sending from: the
     start of its first interval at SATURATED_SHARE demand, when that interval began in the
     window's first half (a start-up is short; a thread that got there later was not
@@ -361,7 +377,7 @@ def _started(samples: list[CpuSample], key: tuple[int, int]) -> int:
         if samples[i].at >= half:
             break
         if samples[i + 1].at - samples[i].at >= 0.1 and (
-            sum(_shares(samples[i], samples[i + 1], key)) >= SATURATED_SHARE
+            _demand(samples[i], samples[i + 1], key, stolen) >= SATURATED_SHARE
         ):
             return i
     return 0
@@ -381,18 +397,14 @@ def generator_cpu(samples: list[CpuSample], launched: bool = False) -> dict[str,
     a, b = samples[0], samples[-1]
     span = b.at - a.at
     busiest = max(b.threads, key=lambda k: sum(_shares(a, b, k)))
-    first = _started(samples, busiest) if launched else 0
+    stolen = _stolen(a, b)
+    first = _started(samples, busiest, stolen) if launched else 0
     on, waiting = _shares(samples[first], b, busiest)
+    demand = _demand(samples[first], b, busiest, stolen)
     on_total = sum(max(0, on1 - a.threads.get(k, (0, 0))[0]) for k, (on1, _) in b.threads.items())
-    busy0, total0, steal0 = a.host
-    busy1, total1, steal1 = b.host
+    busy0, total0, _ = a.host
+    busy1, total1, _ = b.host
     host = (busy1 - busy0) / (total1 - total0) if total1 > total0 else None
-    # a thread's on-CPU time leaves out what the hypervisor stole from its vCPU while it ran
-    # (it was neither running nor queued then); steal falls on busy vCPUs only (an idle one
-    # halts): the share of busy time stolen is the share of its running time it lost
-    busy = busy1 - busy0
-    stolen = min(0.5, max(0.0, steal1 - steal0) / busy) if busy > 0 else 0.0
-    demand = min(1.0, on / (1 - stolen) + waiting)
     return {
         "measured": True,
         "seconds": round(span, 3),
