@@ -120,12 +120,16 @@ class PerfCollector(PerfCollectorBase):
             "native/stacks.folded",
             "native/native.speedscope.json",
         ]
+        busy = max(0.05, 5 / max(1, ctx.options.rate))  # the CPU time of 5 samples
+        gap = self.attach_gap(ctx, set(names), busy, "on-CPU stacks", details)
         if n == 0:
             nothing = "no on-CPU samples: no thread of the target ran on a CPU (an idle target)"
-            busy = max(0.05, 5 / max(1, ctx.options.rate))  # the CPU time of 5 samples
             unseen = (
-                ": perf's sampling clock runs per thread, and CPU spent by threads that each "
-                "live a few milliseconds (a thread started per request) never reaches a sample"
+                f": {gap}"
+                if gap
+                else ": perf's sampling clock runs per thread, and CPU spent by threads that "
+                "each live a few milliseconds (a thread started per request) never reaches a "
+                "sample"
                 if not rec.cpus
                 else ""
             )
@@ -133,7 +137,7 @@ class PerfCollector(PerfCollectorBase):
                 ctx, rec, error, nothing, files + tables, details, busy, unseen
             )
         files += tables
-        problems = []
+        problems = [gap] if gap else []
         if rec.capped():
             problems.append(
                 f"the recording reached its {MAX_BYTES // 2**20} MB cap at {t_last:.1f} s"

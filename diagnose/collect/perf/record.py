@@ -52,7 +52,7 @@ import psutil
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
 from diagnose.collect.base import CaptureContext, Collector, covered_most
 from diagnose.collect.child import Child
-from diagnose.collect.perf import pollfix, symfs
+from diagnose.collect.perf import attach_gap, pollfix, symfs
 from diagnose.collect.perf.probe import (
     EVENTS_ON,
     PerfCapabilities,
@@ -163,6 +163,11 @@ class PerfRecord:
         self.recording_at: float | None = None  # monotonic time perf said it records
         self.namer_: symfs.Namer | None = None  # libraries named by diagnose (script)
         self.delayed = False  # run with -D: it says when it records
+        #: the target's threads when perf was spawned (-p only): perf lists them as it
+        #: starts, so a thread born after that and before its events were on may be missed
+        self.tids_before: set[int] | None = None
+        #: the threads born between then and the events coming on, read at that moment
+        self.born_attaching: list[attach_gap.Untraced] = []
         self.rc: int | None = None
         self.target_cpu_at_start: float | None = None  # the target's CPU seconds then
         self.spun: tuple[float, float] | None = None  # (capture s, cores): stopped, looping
@@ -194,6 +199,8 @@ class PerfRecord:
         return ["-a", "-C", self.cpus] if self.cpus else ["-p", str(self.ctx.target.pid)]
 
     def start(self) -> None:
+        if not self.cpus:
+            self.tids_before = attach_gap.task_ids(self.ctx.target.pid)
         self.started_t = self.ctx.elapsed()
         self.target_cpu_at_start = target_cpu_seconds(self.ctx.target.pid)
         self.delayed = capabilities_for(self.ctx.t0).has("delay")
@@ -250,6 +257,15 @@ class PerfRecord:
             f"thread's event without end); what it recorded until then is kept"
         )
 
+    def untraced(self, seen: set[int], min_cpu_s: float) -> list[attach_gap.Untraced]:
+        """The threads born while perf attached that it never traced (attach_gap.py): none
+        of them in ``seen``, each with ``min_cpu_s`` of CPU or more since the events came
+        on. Only a ``-p`` perf run with ``-D`` says when that was; a CPU-wide one sees all."""
+        if not self.born_attaching or self.tids_before is None:
+            return []
+        now = attach_gap.born_since(self.ctx.target.pid, self.tids_before, None, self.ctx.t0)
+        return attach_gap.missed(self.born_attaching, now, seen, min_cpu_s)
+
     def never_recorded(self) -> bool:
         """perf ran with ``-D`` and never said its events were on: it recorded nothing
         because it had not begun (a capture stopped while perf was still starting)."""
@@ -272,6 +288,10 @@ class PerfRecord:
                     written = os.stat(self.ctx.writer.path(self.stderr_rel)).st_mtime
                     self.recording_at -= max(0.0, time.time() - written)
                 self.started_t = self.recording_at - self.ctx.t0
+                if self.tids_before is not None:
+                    self.born_attaching = attach_gap.born_since(
+                        self.ctx.target.pid, self.tids_before, self.recording_at, self.ctx.t0
+                    )
                 # what the target used while perf set up is not what perf missed
                 self.target_cpu_at_start = target_cpu_seconds(self.ctx.target.pid)
                 return self.recording_at
@@ -457,6 +477,21 @@ class PerfCollectorBase(Collector):
             details["busy_loop_stopped"] = {"at_s": self.rec.spun[0], "cores": self.rec.spun[1]}
         status = CollectorStatus.PARTIAL if problems else CollectorStatus.OK
         return self.record(status, "; ".join(problems + notes), files, **details)
+
+    def attach_gap(
+        self, ctx: CaptureContext, seen: set[int], min_cpu_s: float, what: str, details: Any
+    ) -> str:
+        """Say which threads perf missed because they were born while it attached (into
+        ``details["untraced_threads"]``); the problem to report, or ""."""
+        rec = self.rec
+        if rec is None:
+            return ""
+        missed = rec.untraced(seen, min_cpu_s)
+        if not missed:
+            return ""
+        details["untraced_threads"] = [u.to_dict() for u in missed]
+        enabled = None if rec.recording_at is None else rec.recording_at - ctx.t0
+        return attach_gap.describe(missed, enabled, what)
 
     def nothing_recorded(
         self,

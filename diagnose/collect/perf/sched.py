@@ -209,14 +209,24 @@ class PerfSchedCollector(PerfCollectorBase):
             wakeups_seen=summary.wakeups_seen,
         )
         tables = ["sched/offcpu.csv", "sched/futex.csv", "sched/stacks.csv", "sched/offcpu.folded"]
+        # the threads perf never traced (a trace cut by its budget or cap did not show all
+        # it holds: not judged then)
+        gap = (
+            ""
+            if summary.cut or rec.capped()
+            else self.attach_gap(ctx, summary.threads, 0.05, "scheduler events", details)
+        )
         if summary.events == 0:
             nothing = (
                 "no scheduler events: no thread of the target was switched on or off a CPU "
                 "(an idle target)"
             )
-            return self.nothing_recorded(ctx, rec, error, nothing, files + tables, details)
+            unseen = f": {gap}" if gap else ""
+            return self.nothing_recorded(
+                ctx, rec, error, nothing, files + tables, details, unseen=unseen
+            )
         files += tables
-        problems: list[str] = []
+        problems: list[str] = [gap] if gap else []
         notes = [left_mangled(details)] if summary.mangled else []
         self._limits(summary, details, stopped, problems, notes)
         window = ctx.window()
