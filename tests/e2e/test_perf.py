@@ -83,6 +83,13 @@ def test_perf_collectors_record_and_clean_up(lock_bundle):
         ), (name, rec.reason)
         for f in rec.files:
             assert lock_bundle.has(f), f
+        # where diagnose could build its library, perf read its snapshot of the kernel's
+        # symbols (collect/perf/pollfix.py), not /proc/kallsyms
+        if rec.details["poll_fix"] == "preloaded":
+            assert rec.details["kallsyms"] == "snapshot", name
+    # ... and named the kernel's frames from it: the scheduler's, in the off-CPU stacks
+    kernel = pd.read_csv(lock_bundle.path("sched/stacks.csv"))["frames"].str.split(";").explode()
+    assert kernel.str.contains(r"schedule.*\[kernel\.kallsyms\]").any()
     # the raw recordings were temporary
     assert not list(Path(lock_bundle.root).rglob("*.perf.data*"))
     # on this VM: no PMU, so no counters and no c2c, each with its reason

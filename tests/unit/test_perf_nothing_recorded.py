@@ -53,6 +53,7 @@ def judge(
         started_t=started,
         rc=rc,
         poll_fix="preloaded",
+        kallsyms="snapshot",
         spun=spun,
         spin_problem=lambda: PerfRecord.spin_problem(rec),  # type: ignore[arg-type]
         ctx=ctx,

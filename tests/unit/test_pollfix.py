@@ -113,3 +113,73 @@ def test_the_library_perf_loads_cannot_be_swapped_through_a_shared_tmpdir(tmp_pa
     # THEN the path perf is given still reaches the library diagnose built
     assert Path(lib).read_bytes() == real
     assert pollfix.environment(lib)["LD_PRELOAD"].startswith(lib)
+
+
+# -- /proc/kallsyms from diagnose's snapshot -------------------------------------------------
+
+
+def test_the_library_opens_the_snapshot_for_proc_kallsyms_only(tmp_path, monkeypatch):
+    lib = pollfix.preload(timeout=30)
+    if lib is None:
+        pytest.skip(f"no library here: {pollfix.why_not()}")
+    c = ctypes.CDLL(lib)
+    snap = tmp_path / "snap"
+    snap.write_bytes(b"ffffffff81000000 T _text\n")
+    other = tmp_path / "other"
+    other.write_bytes(b"other\n")
+
+    def read_via(fn: str, path: str) -> bytes:
+        if fn.startswith("fopen"):
+            f = getattr(c, fn)
+            f.restype = ctypes.c_void_p
+            fh = f(path.encode(), b"r")
+            assert fh, (fn, path)
+            buf = ctypes.create_string_buffer(64)
+            c.fgets.restype = ctypes.c_char_p
+            line = c.fgets(buf, 64, ctypes.c_void_p(fh))
+            c.fclose(ctypes.c_void_p(fh))
+            return bytes(line)
+        if fn.startswith("openat"):
+            fd = getattr(c, fn)(-100, path.encode(), os.O_RDONLY)  # AT_FDCWD
+        else:
+            fd = getattr(c, fn)(path.encode(), os.O_RDONLY)
+        assert fd >= 0, (fn, path)
+        try:
+            return os.read(fd, 64).split(b"\n")[0] + b"\n"
+        finally:
+            os.close(fd)
+
+    monkeypatch.setenv(pollfix.KALLSYMS_ENV, str(snap))
+    for fn in (
+        "open",
+        "open64",
+        "openat",
+        "openat64",
+        "__open_2",
+        "__open64_2",
+        "fopen",
+        "fopen64",
+    ):
+        assert read_via(fn, "/proc/kallsyms") == b"ffffffff81000000 T _text\n", fn
+        assert read_via(fn, str(other)) == b"other\n", fn  # any other path is left alone
+    # without a snapshot to read, the kernel's own table
+    monkeypatch.delenv(pollfix.KALLSYMS_ENV)
+    assert read_via("open64", "/proc/kallsyms") != b"ffffffff81000000 T _text\n"
+
+
+def test_the_snapshot_is_the_kernels_table_in_diagnoses_private_directory(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    build = pollfix._Build()
+    lib = build.wait(30)
+    if lib is None:
+        pytest.skip(f"no library here: {build.why_not}")
+    assert build.work is not None and build.kallsyms is not None
+    assert build.kallsyms == f"/proc/self/fd/{build.work.fd}/kallsyms"
+    with open("/proc/kallsyms", "rb") as fh:
+        first = fh.readline()
+    assert Path(build.kallsyms).read_bytes().startswith(first)
+    # perf is told where it is (the module's own build, here: a second one is not used)
+    monkeypatch.setattr(pollfix, "_BUILD", build)
+    assert pollfix.environment(lib)[pollfix.KALLSYMS_ENV] == build.kallsyms
+    assert pollfix.kallsyms() == build.kallsyms
+    pollfix._remove(build.work)

@@ -172,6 +172,7 @@ class PerfRecord:
         self.target_cpu_at_start: float | None = None  # the target's CPU seconds then
         self.spun: tuple[float, float] | None = None  # (capture s, cores): stopped, looping
         self.poll_fix = ""  # "preloaded", or "none: why" (collect/perf/pollfix.py)
+        self.kallsyms = "proc"  # or "snapshot": where perf read the kernel's symbols
 
     def argv(self) -> list[str]:
         window = self.ctx.remaining()
@@ -206,6 +207,7 @@ class PerfRecord:
         self.delayed = capabilities_for(self.ctx.t0).has("delay")
         lib = pollfix.preload()
         self.poll_fix = "preloaded" if lib else f"none: {pollfix.why_not()}"
+        self.kallsyms = "snapshot" if lib and pollfix.kallsyms() else "proc"
         self.child = Child(
             self.argv(),
             self.ctx.writer.path(self.stderr_rel),
@@ -472,6 +474,7 @@ class PerfCollectorBase(Collector):
             problems.append("the target exited during the capture")
         if self.rec is not None:
             details["poll_fix"] = self.rec.poll_fix
+            details["kallsyms"] = self.rec.kallsyms
         if self.rec is not None and self.rec.spun is not None:
             problems.append(self.rec.spin_problem())
             details["busy_loop_stopped"] = {"at_s": self.rec.spun[0], "cores": self.rec.spun[1]}
@@ -518,6 +521,7 @@ class PerfCollectorBase(Collector):
         missed since (``unseen`` says where such CPU goes) leaves the recording ``partial``."""
         stderr = rec.stderr()
         details["poll_fix"] = rec.poll_fix
+        details["kallsyms"] = rec.kallsyms
         if rec.spun is not None:
             return self.record(CollectorStatus.FAILED, rec.spin_problem(), files, **details)
         if error or not WROTE.search(stderr):
@@ -569,6 +573,9 @@ def perf_script(
     """Lines of ``perf script`` over ``data``, streamed (memory stays flat). Stopped after
     ``timeout`` seconds: the lines read so far are still used."""
     argv = [perf, "script", "-i", str(data), "-F", fields, "--ns", "--no-inline", *extra]
+    snapshot = pollfix.kallsyms()
+    if snapshot is not None:  # the kernel's symbols without their costly /proc read
+        argv.append(f"--kallsyms={snapshot}")
     label = f"perf script {Path(stderr_rel).parent}"
     child = Child(argv, ctx.writer.path(stderr_rel), stdout_pipe=True, label=label)
     timer = threading.Timer(timeout, child.stop)
