@@ -23,6 +23,9 @@ from dataclasses import dataclass
 
 from diagnose.collect.procfs import CLK_TCK, parse_stat
 
+#: two reads of one thread's start time agree within this (clock ticks of 10 ms)
+SAME_BIRTH_S = 0.005
+
 
 @dataclass(frozen=True)
 class Untraced:
@@ -76,7 +79,9 @@ def missed(
     out = []
     for u in candidates:
         again = later.get(u.tid)
-        if again is None or again.born_s != u.born_s or u.tid in seen:
+        # the same start time (each read converts it to the monotonic clock anew: a
+        # rounding apart at most), else the TID was reused
+        if again is None or abs(again.born_s - u.born_s) > SAME_BIRTH_S or u.tid in seen:
             continue  # exited (or its TID reused), or traced after all
         cpu = round(again.cpu_s - u.cpu_s, 3)
         if cpu >= min_cpu_s:
