@@ -5,6 +5,7 @@ unless asked for:
 --busy N      N threads running Python code in a loop
 --depth D     the busy threads recurse D frames deep before their loop
 --churn HZ    threads started HZ times a second, each gone 50 ms later
+--churn-life S  ... each gone S seconds later instead (a thread per request)
 --fork N      N worker processes forked at start, each running the --busy threads; the
               parent only waits (a gunicorn-style master)
 --saturate    the busy threads hash 1 MiB buffers, which releases the GIL: every core busy
@@ -28,6 +29,7 @@ p.add_argument("--idle", type=int, default=0)
 p.add_argument("--busy", type=int, default=0)
 p.add_argument("--depth", type=int, default=0)
 p.add_argument("--churn", type=float, default=0.0)
+p.add_argument("--churn-life", type=float, default=0.05)
 p.add_argument("--fork", type=int, default=0)
 p.add_argument("--saturate", action="store_true")
 p.add_argument("--seconds", type=float, default=60)
@@ -63,7 +65,9 @@ def churn():
     i = 0
     period = 1.0 / args.churn
     while not stop.is_set():
-        t = threading.Thread(target=time.sleep, args=(0.05,), name=f"churn-{i}", daemon=True)
+        t = threading.Thread(
+            target=time.sleep, args=(args.churn_life,), name=f"churn-{i}", daemon=True
+        )
         t.start()
         i += 1
         stop.wait(period)

@@ -4,6 +4,7 @@ entries set aside with events = 0 report nothing, whatever the kernel says of th
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import select
 import stat
@@ -183,3 +184,31 @@ def test_the_snapshot_is_the_kernels_table_in_diagnoses_private_directory(tmp_pa
     assert pollfix.environment(lib)[pollfix.KALLSYMS_ENV] == build.kallsyms
     assert pollfix.kallsyms() == build.kallsyms
     pollfix._remove(build.work)
+
+
+def test_the_status_of_a_thread_that_exited_is_served_as_an_exited_thread_of_the_target(
+    monkeypatch,
+):
+    lib = pollfix.preload(timeout=30)
+    if lib is None:
+        pytest.skip(f"no library here: {pollfix.why_not()}")
+    c = ctypes.CDLL(lib, use_errno=True)
+    monkeypatch.setenv(pollfix.TARGET_ENV, "4242")
+    gone = f"/proc/{2**22 + 12345}"  # above pid_max: never a live thread
+    for path in (f"{gone}/status", f"{gone}/task/{2**22 + 12346}/status"):
+        fd = c.open64(path.encode(), os.O_RDONLY)
+        assert fd >= 0, path
+        try:
+            text = os.read(fd, 256).decode()
+        finally:
+            os.close(fd)
+        assert "Tgid:\t4242\n" in text and text.startswith("Name:\t(exited)\n"), text
+    # any other file of a gone thread still fails as it did, with its errno
+    assert c.open64(f"{gone}/maps".encode(), os.O_RDONLY) == -1
+    assert ctypes.get_errno() == errno.ENOENT
+    # a live thread's status is its own
+    fd = c.open64(f"/proc/{os.getpid()}/status".encode(), os.O_RDONLY)
+    try:
+        assert f"Tgid:\t{os.getpid()}\n" in os.read(fd, 4096).decode()
+    finally:
+        os.close(fd)

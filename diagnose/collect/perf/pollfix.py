@@ -44,14 +44,18 @@ from diagnose.spawn import run
 SOURCE = r"""
 #undef _FORTIFY_SOURCE
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 typedef int (*poll_fn)(struct pollfd *, nfds_t, int);
 
@@ -112,6 +116,48 @@ static const char *kallsyms(const char *path)
     return path;
 }
 
+/* /proc/N/status or /proc/N/task/M/status */
+static int status_path(const char *p)
+{
+    if (!p || strncmp(p, "/proc/", 6) != 0 || !isdigit((unsigned char)p[6]))
+        return 0;
+    for (p += 6; isdigit((unsigned char)*p); p++)
+        ;
+    if (strncmp(p, "/task/", 6) == 0 && isdigit((unsigned char)p[6]))
+        for (p += 6; isdigit((unsigned char)*p); p++)
+            ;
+    return strcmp(p, "/status") == 0;
+}
+
+/* A thread of the target that exited between perf opening its event and perf reading its
+   status: perf 6.1 then gives up the whole recording (perf record -p exits 255 as it
+   starts, on any service that starts threads all the time). Its status is served as that
+   of an exited thread of the target (DIAGNOSE_TARGET_PID) instead: perf names it, and it
+   recorded nothing (its events were not on yet). */
+static int vanished(const char *path, int fd)
+{
+    int saved = errno, m, n;
+    const char *tgid;
+    char text[128];
+
+    if (fd >= 0 || (saved != ENOENT && saved != ESRCH) || !status_path(path))
+        return fd;
+    tgid = getenv("DIAGNOSE_TARGET_PID");
+    n = snprintf(text, sizeof(text), "Name:\t(exited)\nTgid:\t%s\nPPid:\t0\n",
+                 tgid && *tgid ? tgid : "0");
+    m = memfd_create("status", MFD_CLOEXEC);
+    if (m < 0)
+        goto keep;
+    if (write(m, text, n) != n || lseek(m, 0, SEEK_SET) != 0) {
+        close(m);
+        goto keep;
+    }
+    return m;
+keep:
+    errno = saved;
+    return fd;
+}
+
 #define MODE(flags, mode)                           \
     do {                                            \
         if ((flags) & O_CREAT) {                    \
@@ -130,7 +176,7 @@ static const char *kallsyms(const char *path)
         MODE(flags, mode);                                              \
         if (!real)                                                      \
             real = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, #name); \
-        return real(kallsyms(path), flags, mode);                       \
+        return vanished(path, real(kallsyms(path), flags, mode));       \
     }
 
 #define OPENAT(name)                                                    \
@@ -141,7 +187,7 @@ static const char *kallsyms(const char *path)
         MODE(flags, mode);                                              \
         if (!real)                                                      \
             real = (int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, #name); \
-        return real(dirfd, kallsyms(path), flags, mode);                \
+        return vanished(path, real(dirfd, kallsyms(path), flags, mode)); \
     }
 
 #define OPEN_2(name)                                                    \
@@ -150,7 +196,7 @@ static const char *kallsyms(const char *path)
         static int (*real)(const char *, int);                          \
         if (!real)                                                      \
             real = (int (*)(const char *, int))dlsym(RTLD_NEXT, #name); \
-        return real(kallsyms(path), flags);                             \
+        return vanished(path, real(kallsyms(path), flags));             \
     }
 
 #define FOPEN(name)                                                     \
@@ -174,6 +220,8 @@ FOPEN(fopen64)
 
 #: where the library finds the kallsyms snapshot
 KALLSYMS_ENV = "DIAGNOSE_KALLSYMS"
+#: the target's PID, for the status of its threads that exited while perf started
+TARGET_ENV = "DIAGNOSE_TARGET_PID"
 #: the build's bound (it takes 0.16 s here)
 BUILD_TIMEOUT_S = 30.0
 
@@ -296,14 +344,17 @@ def _remove(work: SafeDir) -> None:
     work.close()
 
 
-def environment(lib: str) -> dict[str, str]:
+def environment(lib: str, target: int | None = None) -> dict[str, str]:
     """diagnose's environment for perf, with ``lib`` preloaded (before any preload already
-    there) and the kallsyms snapshot to read (where there is one)."""
+    there), the kallsyms snapshot to read (where there is one) and the ``target`` PID."""
     env = dict(os.environ)
     with contextlib.suppress(KeyError):
         lib = f"{lib} {env['LD_PRELOAD']}"
     env["LD_PRELOAD"] = lib
     env.pop(KALLSYMS_ENV, None)
+    env.pop(TARGET_ENV, None)
     if _BUILD.kallsyms is not None:
         env[KALLSYMS_ENV] = _BUILD.kallsyms
+    if target is not None:
+        env[TARGET_ENV] = str(target)
     return env

@@ -212,7 +212,7 @@ class PerfRecord:
             self.argv(),
             self.ctx.writer.path(self.stderr_rel),
             label=f"perf record {self.subdir}",
-            env=pollfix.environment(lib) if lib else None,
+            env=pollfix.environment(lib, self.ctx.target.pid) if lib else None,
             pass_fds=pollfix.fds() if lib else (),
         )
         threading.Thread(
