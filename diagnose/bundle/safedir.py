@@ -142,6 +142,14 @@ class SafeDir:
             raise
         return cls(fd, parent / name, parent_fd=parent_fd, name=name if created else "")
 
+    @classmethod
+    def inherited(cls, fd: int, display: str) -> SafeDir:
+        """A directory another diagnose opened and passed down as descriptor ``fd`` (a
+        worker's capture gets its parent's, collect/workers.py): taken only if it is ours
+        alone (owned by our effective user, mode 0700); else :class:`UnsafeDirectory`."""
+        _check_private(fd, Path(display), must_be_empty=False, fix_mode=False)
+        return cls(fd, Path(display))
+
     def dup(self) -> SafeDir:
         """Another handle on the same directory (closed independently)."""
         return SafeDir(os.dup(self.fd), self.display)

@@ -17,6 +17,7 @@ from diagnose.cli.common import (
 )
 from diagnose.cli.group import main
 from diagnose.collect.base import CaptureOptions
+from diagnose.collect.perf import pollfix
 from diagnose.collect.session import capture
 from diagnose.report import parse_formats
 
@@ -33,6 +34,7 @@ from diagnose.report import parse_formats
     "`diagnose report BUNDLE` judges it later.",
 )
 @click.option("--siblings", default="", hidden=True)  # collect/workers.py: the service's others
+@click.option("--pollfix-fd", type=int, default=None, hidden=True)  # collect/workers.py
 def attach(
     pid: int,
     out: Path | None,
@@ -43,6 +45,7 @@ def attach(
     as_json: bool,
     no_report: bool,
     siblings: str,
+    pollfix_fd: int | None,
 ) -> None:
     """Capture PID for --duration seconds into a bundle, then write its report.
 
@@ -51,6 +54,8 @@ def attach(
     fmts = parse_formats(formats)
     progress = Progress()
     others = tuple(int(p) for p in siblings.split(",") if p.strip().isdigit())
+    if pollfix_fd is not None:
+        pollfix.inherit(pollfix_fd)  # a worker's capture: perf's poll() fix, built already
     result = capture(
         pid,
         out,

@@ -204,6 +204,16 @@ def test_the_workers_captures_share_the_scheduler_traces_event_budget(tmp_path: 
     for bundle in (tmp_path / "b", tmp_path / "b" / other["dir"]):
         man = json.loads((bundle / "manifest.json").read_text())
         assert man["collectors"]["perf_sched"]["details"]["event_budget"] == 15_000, man
+    # and the worker's perf ran with the poll() fix the service's capture built, handed down
+    # (where that capture built one: a host with a C compiler)
+    parent, child = (
+        json.loads((b / "manifest.json").read_text())["collectors"]["perf_sched"]["details"]
+        for b in (tmp_path / "b", tmp_path / "b" / other["dir"])
+    )
+    assert "poll_fix_built_by" not in parent
+    if parent["poll_fix"] == "preloaded":
+        assert child["poll_fix"] == "preloaded" and child["kallsyms"] == parent["kallsyms"]
+        assert child["poll_fix_built_by"] == "the service's capture", child
     # near miss: a budget given is each capture's own
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:

@@ -52,8 +52,7 @@ def judge(
         target_cpu_used=lambda: cpu,
         started_t=started,
         rc=rc,
-        poll_fix="preloaded",
-        kallsyms="snapshot",
+        fix_details=lambda: {"poll_fix": "preloaded", "kallsyms": "snapshot"},
         spun=spun,
         spin_problem=lambda: PerfRecord.spin_problem(rec),  # type: ignore[arg-type]
         ctx=ctx,

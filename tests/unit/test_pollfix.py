@@ -168,12 +168,18 @@ def test_the_library_opens_the_snapshot_for_proc_kallsyms_only(tmp_path, monkeyp
     assert read_via("open64", "/proc/kallsyms") != b"ffffffff81000000 T _text\n"
 
 
-def test_the_snapshot_is_the_kernels_table_in_diagnoses_private_directory(tmp_path, monkeypatch):
+def built_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[pollfix._Build, str]:
+    """A build of the library of its own, in ``tmp_path`` (skips where none can be built)."""
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     build = pollfix._Build()
     lib = build.wait(30)
     if lib is None:
         pytest.skip(f"no library here: {build.why_not}")
+    return build, lib
+
+
+def test_the_snapshot_is_the_kernels_table_in_diagnoses_private_directory(tmp_path, monkeypatch):
+    build, lib = built_in(tmp_path, monkeypatch)
     assert build.work is not None and build.kallsyms is not None
     assert build.kallsyms == f"/proc/self/fd/{build.work.fd}/kallsyms"
     with open("/proc/kallsyms", "rb") as fh:
@@ -212,3 +218,60 @@ def test_the_status_of_a_thread_that_exited_is_served_as_an_exited_thread_of_the
         assert f"Tgid:\t{os.getpid()}\n" in os.read(fd, 4096).decode()
     finally:
         os.close(fd)
+
+
+# -- the library handed down to a worker's capture ---------------------------------------------
+
+
+def test_a_workers_capture_uses_the_library_its_parent_built(tmp_path, monkeypatch):
+    # GIVEN a library built by one diagnose (the service's capture)
+    parent, lib = built_in(tmp_path, monkeypatch)
+    assert parent.work is not None
+    # WHEN another (a worker's capture) is handed its directory's descriptor
+    child = pollfix._Build()
+    assert child.adopt(parent.work.fd)
+    # THEN it uses that library and snapshot, through the same descriptor, and builds none
+    assert child.wait(5) == lib
+    assert child.thread is None and child.kallsyms == parent.kallsyms
+    assert Path(child.path or "").read_bytes()[:4] == b"\x7fELF"
+    assert [p.name for p in tmp_path.iterdir()] == [
+        p.name for p in tmp_path.iterdir() if p.name.startswith("diagnose-pollfix")
+    ] and len(list(tmp_path.iterdir())) == 1  # one directory: the parent's
+    # and a second hand-down is refused (it has one)
+    assert not child.adopt(parent.work.fd)
+    pollfix._remove(parent.work)
+
+
+@pytest.mark.parametrize("why", ["others can enter it", "another user owns it", "no library"])
+def test_a_directory_that_is_not_ours_alone_is_never_used_for_perfs_library(tmp_path, why):
+    # GIVEN a directory handed down as perf's library's, which is not a private one of ours
+    d = tmp_path / "lib"
+    d.mkdir(mode=0o700)
+    d.chmod(0o700)
+    if why != "no library":
+        (d / "pollfix.so").write_bytes(b"\x7fELF planted")
+    if why == "others can enter it":
+        d.chmod(0o755)
+    elif why == "another user owns it":
+        if os.geteuid() != 0:
+            pytest.skip("needs root to give the directory away")
+        os.chown(d, 65534, 65534)
+    fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        # WHEN a capture is told to use it
+        build = pollfix._Build()
+        # THEN it refuses, and would build its own library instead
+        assert not build.adopt(fd)
+        assert build.path is None and build.work is None
+    finally:
+        os.close(fd)
+
+
+def test_a_workers_capture_is_handed_the_librarys_directory():
+    from diagnose.collect.base import CaptureOptions
+    from diagnose.collect.workers import child_argv
+
+    argv = child_argv(42, "/proc/self/fd/7/42", CaptureOptions(duration=5), (41,), 9)
+    i = argv.index("--pollfix-fd")
+    assert argv[i + 1] == "9"
+    assert "--pollfix-fd" not in child_argv(42, "/proc/self/fd/7/42", CaptureOptions(duration=5))

@@ -18,7 +18,9 @@ here, 0.03-0.05 with the snapshot, and four perf processes start at once for a t
 service's capture, on the critical path to its window. ``perf script`` gets the snapshot
 through its own ``--kallsyms`` (its output is the same, byte for byte).
 
-It is compiled from :data:`SOURCE` once per diagnose process, with the host's C compiler
+It is compiled from :data:`SOURCE` once per capture (a worker's capture, started by the
+diagnose that captures its service, is handed that one's directory by descriptor:
+:func:`inherit`; building it again there cost 0.6 s of its start-up), with the host's C compiler
 (``cc``), into a private directory of its own (mode 0700, removed at exit) held open by
 descriptor (``bundle/safedir.py``): the compiler's temporary files go there too, and the
 compiler and perf reach it through ``/proc/self/fd/N`` paths, so nothing another user can
@@ -33,6 +35,7 @@ import atexit
 import contextlib
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 import threading
@@ -239,7 +242,7 @@ class _Build:
 
     def start(self) -> None:
         with self.lock:
-            if self.thread is None:
+            if self.thread is None and self.path is None:
                 self.thread = threading.Thread(
                     target=self._build, name="diagnose-pollfix", daemon=True
                 )
@@ -277,9 +280,29 @@ class _Build:
         self.path = lib
         self.kallsyms = _snapshot(work)
 
+    def adopt(self, fd: int) -> bool:
+        """Use the library (and snapshot) in the directory open at ``fd``, which the
+        diagnose that started this one built (see :func:`inherit`); False, and nothing
+        changed, where that is not a private directory of ours holding the library."""
+        with self.lock:
+            if self.thread is not None or self.path is not None:
+                return False
+            try:  # (the descriptor stays the caller's until it is taken)
+                lib = os.stat("pollfix.so", dir_fd=fd, follow_symlinks=False)
+                if not stat.S_ISREG(lib.st_mode):
+                    return False
+                work = SafeDir.inherited(fd, f"the library's directory (descriptor {fd})")
+            except OSError:
+                return False
+            self.work = work  # its builder removes it as it exits: not this process
+            self.path = str(work.anchored("pollfix.so"))
+            self.kallsyms = str(work.anchored("kallsyms")) if work.is_file("kallsyms") else None
+            return True
+
     def wait(self, timeout: float) -> str | None:
         self.start()
-        assert self.thread is not None
+        if self.thread is None:  # adopted
+            return self.path
         self.thread.join(timeout)
         if self.thread.is_alive():
             self.why_not = self.why_not or "its build did not end in time"
@@ -313,6 +336,18 @@ _BUILD = _Build()
 def prepare() -> None:
     """Start building the library in the background (a no-op once started)."""
     _BUILD.start()
+
+
+def inherit(fd: int) -> bool:
+    """Use the library another diagnose built, in its directory open at descriptor ``fd``
+    (its worker captures get it: collect/workers.py), instead of building one; False where
+    that descriptor is not such a directory (the library is then built here)."""
+    return _BUILD.adopt(fd)
+
+
+def inherited() -> bool:
+    """Whether the library in use was built by another diagnose (:func:`inherit`)."""
+    return _BUILD.path is not None and _BUILD.thread is None
 
 
 def preload(timeout: float = 5.0) -> str | None:

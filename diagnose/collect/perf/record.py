@@ -173,6 +173,7 @@ class PerfRecord:
         self.spun: tuple[float, float] | None = None  # (capture s, cores): stopped, looping
         self.poll_fix = ""  # "preloaded", or "none: why" (collect/perf/pollfix.py)
         self.kallsyms = "proc"  # or "snapshot": where perf read the kernel's symbols
+        self.fix_inherited = False  # the fix built by the capture that started this one
 
     def argv(self) -> list[str]:
         window = self.ctx.remaining()
@@ -208,6 +209,7 @@ class PerfRecord:
         lib = pollfix.preload()
         self.poll_fix = "preloaded" if lib else f"none: {pollfix.why_not()}"
         self.kallsyms = "snapshot" if lib and pollfix.kallsyms() else "proc"
+        self.fix_inherited = bool(lib) and pollfix.inherited()
         self.child = Child(
             self.argv(),
             self.ctx.writer.path(self.stderr_rel),
@@ -335,6 +337,15 @@ class PerfRecord:
 
     def stderr(self) -> str:
         return self.child.stderr_text() if self.child is not None else ""
+
+    def fix_details(self) -> dict[str, Any]:
+        """What perf ran with, for the collector's ``details``: the poll() fix (and whether
+        the capture that started this one built it: a worker's), where it read the
+        kernel's symbols."""
+        out: dict[str, Any] = {"poll_fix": self.poll_fix, "kallsyms": self.kallsyms}
+        if self.fix_inherited:
+            out["poll_fix_built_by"] = "the service's capture"
+        return out
 
     def capped(self) -> bool:
         return bool(SIZE_LIMIT.search(self.stderr()))
@@ -473,8 +484,7 @@ class PerfCollectorBase(Collector):
         if ctx.target_exited.is_set():
             problems.append("the target exited during the capture")
         if self.rec is not None:
-            details["poll_fix"] = self.rec.poll_fix
-            details["kallsyms"] = self.rec.kallsyms
+            details.update(self.rec.fix_details())
         if self.rec is not None and self.rec.spun is not None:
             problems.append(self.rec.spin_problem())
             details["busy_loop_stopped"] = {"at_s": self.rec.spun[0], "cores": self.rec.spun[1]}
@@ -520,8 +530,7 @@ class PerfCollectorBase(Collector):
         A perf that said when it began recording (``-D``) did not start late: the CPU it
         missed since (``unseen`` says where such CPU goes) leaves the recording ``partial``."""
         stderr = rec.stderr()
-        details["poll_fix"] = rec.poll_fix
-        details["kallsyms"] = rec.kallsyms
+        details.update(rec.fix_details())
         if rec.spun is not None:
             return self.record(CollectorStatus.FAILED, rec.spin_problem(), files, **details)
         if error or not WROTE.search(stderr):
