@@ -14,6 +14,7 @@ import os
 import platform
 import re
 import socket
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -334,26 +335,36 @@ class SystemSnapshot(Collector):
 
     def __init__(self) -> None:
         self._snapshot: dict[str, Any] = {}
+        self._taken: dict[str, Any] | None = None  # what its thread read (start)
+        self._thread: threading.Thread | None = None
         self._notes: list[str] = []
 
     def start(self, ctx: CaptureContext) -> None:
+        """Read the host and the target on a thread of its own: the interpreter's ELF
+        symbols and the libraries take 0.1-0.2 s, which delayed every collector started
+        after this one, perf's included, and so the window (:meth:`finish` waits for it)."""
+        self._snapshot = {"loadavg_start": _read("/proc/loadavg").split()[:3]}
+        self._thread = threading.Thread(
+            target=self._take, args=(ctx,), name="diagnose system", daemon=True
+        )
+        self._thread.start()
+
+    def _take(self, ctx: CaptureContext) -> None:
         pid = ctx.target.pid
         env, env_note = env_settings(pid)
-        if env_note:
-            self._notes.append(env_note)
+        notes = [env_note] if env_note else []
         runtime = None
         if ctx.target.is_python:
             runtime = interpreter_runtime(pid, ctx.target.python_elf)
             if runtime is None:
-                self._notes.append(
+                notes.append(
                     "could not locate the interpreter's _PyRuntime symbol: GIL waits cannot be "
                     "told apart from other lock waits"
                 )
-        self._snapshot = {
+        self._taken = {
             "host": host_info(),
             "cpu": cpu_topology(),
             "capacity": cpu_capacity(pid),
-            "loadavg_start": _read("/proc/loadavg").split()[:3],
             "python": {
                 "is_python": ctx.target.is_python,
                 "version": ctx.target.python_version,
@@ -365,8 +376,14 @@ class SystemSnapshot(Collector):
             "env_allow_list": list(ENV_ALLOW_LIST),
             "diagnose_version": __version__,
         }
+        self._notes.extend(notes)
 
     def finish(self, ctx: CaptureContext, timeout: float) -> CollectorRecord:
+        if self._thread is not None:
+            self._thread.join(timeout)
+        if self._taken is None:
+            self._notes.append("the host and the target could not be read in time")
+        self._snapshot.update(self._taken or {})
         self._snapshot["loadavg_end"] = _read("/proc/loadavg").split()[:3]
         # the dependencies it was connected to as the window closed (null: not readable)
         self._snapshot["outbound"] = outbound_peers(ctx.target.pid)
