@@ -16,17 +16,24 @@ import socket
 import struct
 import time
 from collections import Counter
+from collections.abc import Callable
 
 import psutil
 
+from diagnose.collect.procfs import parse_schedstat
 from diagnose.collect.selection import ProcInfo
 
 MAX_PROCESSES = 256
 MAX_DEPTH = 4
 MAX_FDS = 16384
-#: CPU use is compared over this window (only for --workers busiest, the bound on workers
-#: and whether a multiprocessing parent works itself; never to decide what is a worker)
-CPU_WINDOW_S = 0.3
+#: CPU use is compared over this window (only for --workers busiest, the order of workers
+#: and their bound, and whether a multiprocessing parent works itself; never to decide what
+#: is a worker), by each thread's time on a CPU in nanoseconds (``schedstat``); where the
+#: kernel gives none, by its CPU time in clock ticks (10 ms) over :data:`TICK_WINDOW_S`.
+#: The window is waited out before the capture starts: 0.3 s of every time to verdict of a
+#: service of several processes, before ticks were replaced by nanoseconds
+CPU_WINDOW_S = 0.12
+TICK_WINDOW_S = 0.3
 
 #: Wait channels of a thread blocked on a TCP connection: receiving, sending, accepting
 #: on a listening socket, connecting. Unix sockets and pipes (multiprocessing's channels
@@ -244,6 +251,49 @@ def _cpu_s(proc: psutil.Process) -> float | None:
     return float(t.user + t.system)
 
 
+def run_time_s(pid: int) -> float | None:
+    """Seconds ``pid``'s threads have spent on a CPU, from their ``schedstat`` (nanoseconds),
+    or None where the kernel gives none. A thread that exits between two readings takes its
+    time with it: a difference can come out lower than the truth (never below 0 once
+    clamped)."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    total, seen = 0, False
+    for tid in tids:
+        text = _read(f"/proc/{pid}/task/{tid}/schedstat")
+        if not text:
+            continue  # it exited meanwhile
+        try:
+            total += parse_schedstat(text)[0]
+        except ValueError:
+            return None
+        seen = True
+    return total / 1e9 if seen else None
+
+
+def cpu_use(procs: dict[int, psutil.Process], window: float) -> dict[int, float | None]:
+    """Each process's cores over about ``window`` seconds (:data:`CPU_WINDOW_S`), divided by
+    the time really elapsed between the readings; None for one that could not be read."""
+    read: Callable[[int], float | None] = run_time_s
+    if run_time_s(os.getpid()) is None:  # no schedstat: clock ticks, over a window they fill
+        window = max(window, TICK_WINDOW_S)
+
+        def read(p: int) -> float | None:
+            return _cpu_s(procs[p])
+
+    before = {p: read(p) for p in procs}
+    t = time.monotonic()
+    time.sleep(window)
+    after = {p: read(p) for p in procs}
+    elapsed = max(time.monotonic() - t, 1e-3)
+    return {
+        p: None if now is None or then is None else max(0.0, now - then) / elapsed
+        for p, then, now in ((p, before[p], after[p]) for p in procs)
+    }
+
+
 def read_tree(pid: int, cpu_window: float = CPU_WINDOW_S) -> ProcInfo:
     """``pid`` and the processes under it, as :class:`ProcInfo`. Raises psutil's errors
     for ``pid`` itself (the caller turns them into one-line messages)."""
@@ -268,11 +318,7 @@ def read_tree(pid: int, cpu_window: float = CPU_WINDOW_S) -> ProcInfo:
             frontier.append((c, depth + 1))
     cpu: dict[int, float | None] = {}
     if len(procs) > 1 and cpu_window > 0:
-        before = {p: _cpu_s(proc) for p, proc in procs.items()}
-        time.sleep(cpu_window)
-        for p, proc in procs.items():
-            now, then = _cpu_s(proc), before[p]
-            cpu[p] = None if now is None or then is None else max(0.0, now - then) / cpu_window
+        cpu = cpu_use(procs, cpu_window)
     listening = listening_sockets(pid)
 
     def info(p: int) -> ProcInfo:
