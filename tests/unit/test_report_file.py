@@ -133,23 +133,25 @@ def test_a_report_with_fields_of_the_wrong_type_is_refused_in_one_line(
     assert not (tmp_path / "out").exists()
 
 
-def test_the_verdict_comes_before_the_html_page(tmp_path):
+def test_the_verdict_comes_before_the_markdown_and_the_html_page(tmp_path):
     # GIVEN a bundle, and a caller waiting for the verdict (attach prints it)
     bundle = tmp_path / "bundle"
     shutil.copytree(FIXTURES / "bundles" / "lock_contention", bundle)
-    seen: list[tuple[str, bool, bool]] = []
+    seen: list[tuple[str, bool, bool, bool]] = []
 
     def on_verdict(d, paths):
         seen.append(
             (
                 d.report["verdict"]["primary"],
                 (bundle / "report.json").is_file(),
+                (bundle / "report.md").exists(),
                 (bundle / "report.html").exists(),
             )
         )
 
     # WHEN its reports are written
     d, paths = write_reports(bundle, on_verdict=on_verdict)
-    # THEN the verdict was handed over once, with the small reports written and the page not
-    assert seen == [(d.report["verdict"]["primary"], True, False)]
-    assert paths["html"].is_file()
+    # THEN the verdict was handed over once, with report.json written and the others not yet
+    assert seen == [(d.report["verdict"]["primary"], True, False, False)]
+    # and then they were
+    assert paths["md"].is_file() and paths["html"].is_file()
