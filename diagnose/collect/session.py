@@ -276,22 +276,8 @@ def _capture_locked(
     out = writer.location
     options = share(options, target.pid, 1 + len(target.also))
     _check_free_space(writer, options)
-    t0 = time.monotonic()
-    ctx = CaptureContext(
-        target=target,
-        writer=writer,
-        options=options,
-        t0=t0,
-        deadline=t0 + READY_TIMEOUT + options.duration,  # until the window opens
-    )
+    ctx, manifest = _begin(target, writer, options, command)
     collectors = build_collectors(options.collectors)
-    ctx.plan = plan_for(target.pid, options)
-    manifest = _first_manifest(target, options, command, t0)
-    manifest.capture = replace(
-        manifest.capture, proc_rate_hz=ctx.plan.rates.proc, cpu_budget=ctx.plan.to_dict()
-    )
-    writer.write_manifest(manifest)
-    writer.reserve(RESERVE_BYTES)
     stopped_before = any(s == "T" for s in _thread_states(target.pid).values())
     records: dict[str, CollectorRecord] = {}
     running: list[Collector] = []
@@ -339,6 +325,28 @@ def _capture_locked(
         with contextlib.suppress(OutputError):
             writer.write_manifest(manifest)
     return CaptureResult(out, manifest, target, writer)
+
+
+def _begin(
+    target: Target, writer: BundleWriter, options: CaptureOptions, command: list[str] | None
+) -> tuple[CaptureContext, Manifest]:
+    """The capture's context and first manifest (written), from now on; its rates planned."""
+    t0 = time.monotonic()
+    ctx = CaptureContext(
+        target=target,
+        writer=writer,
+        options=options,
+        t0=t0,
+        deadline=t0 + READY_TIMEOUT + options.duration,  # until the window opens
+    )
+    ctx.plan = plan_for(target.pid, options)
+    manifest = _first_manifest(target, options, command, t0)
+    manifest.capture = replace(
+        manifest.capture, proc_rate_hz=ctx.plan.rates.proc, cpu_budget=ctx.plan.to_dict()
+    )
+    writer.write_manifest(manifest)
+    writer.reserve(RESERVE_BYTES)
+    return ctx, manifest
 
 
 def plan_for(pid: int, options: CaptureOptions) -> Plan:
