@@ -111,7 +111,10 @@ def _threads_table(a: Analysis, limit: int = 200) -> list[dict[str, Any]]:
     per = per.sort_values(["busy", "tid"], ascending=[False, True]).head(limit)
     rows = []
     for _, r in per.iterrows():
-        total = float(r["total"]) or 1.0
+        # a window too short for a tick of the /proc sampler (a capture stopped as it
+        # opened) leaves a thread no time at all: 0 s, and no shares
+        total = float(r["total"])
+        total = total if math.isfinite(total) and total > 0 else 0.0
         rows.append(
             {
                 "tid": int(r["tid"]),
@@ -121,7 +124,7 @@ def _threads_table(a: Analysis, limit: int = 200) -> list[dict[str, Any]]:
                 "python": bool(r["python"]),
                 "seconds": round(total, 3),
                 "shares": {
-                    s: round(float(r[s]) / total, 4)
+                    s: round(float(r[s]) / total, 4) if total else None
                     for s in ("running", "runnable", "gil", "lock", "io", "idle", "other")
                 },
                 "voluntary_switches": None if pd.isna(r["vcsw"]) else int(r["vcsw"]),

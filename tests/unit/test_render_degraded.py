@@ -93,3 +93,26 @@ def test_every_renderer_says_what_is_missing(case, tmp_path):
     else:
         assert "**The capture did not finish**" in markdown
         assert "the capture did not finish" in summary
+
+
+def test_a_capture_stopped_as_its_window_opened_is_reported(tmp_path):
+    # GIVEN a real bundle of a capture interrupted (SIGINT) 1 ms after its window opened:
+    # py-spy and perf had recorded nothing, the /proc sampler one tick before the window,
+    # so no thread has any time in it
+    root = tmp_path / "bundle"
+    shutil.copytree(FIXTURES / "bundles" / "interrupted_at_window_open", root)
+    man = json.loads((root / "manifest.json").read_text())
+    assert man["capture"]["duration_actual"] <= 0.01 and man["capture"]["ended_by"].startswith(
+        "interrupted"
+    )
+    # WHEN it is diagnosed and rendered (this page once failed on a thread with no seconds)
+    d = diagnose(root)
+    json.dumps(d.report, allow_nan=False)
+    html = render_html(d.report, chart_data(d.report))
+    markdown = render_markdown(d.report)
+    # THEN each thread is listed with 0 s and no shares, and the pages are whole
+    assert d.report["threads"], d.report["threads"]
+    assert all(t["seconds"] == 0.0 for t in d.report["threads"]), d.report["threads"]
+    assert all(v is None for t in d.report["threads"] for v in t["shares"].values())
+    assert "n/a" in " ".join(Page(html).text)
+    assert markdown.startswith("# diagnose: ")
