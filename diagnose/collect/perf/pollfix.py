@@ -238,6 +238,7 @@ class _Build:
         self.path: str | None = None  # /proc/self/fd/N/pollfix.so
         self.work: SafeDir | None = None  # N
         self.kallsyms: str | None = None  # /proc/self/fd/N/kallsyms, the snapshot
+        self.adopted = False  # built by the diagnose that started this one (adopt)
         self.why_not = ""
 
     def start(self) -> None:
@@ -297,11 +298,12 @@ class _Build:
             self.work = work  # its builder removes it as it exits: not this process
             self.path = str(work.anchored("pollfix.so"))
             self.kallsyms = str(work.anchored("kallsyms")) if work.is_file("kallsyms") else None
+            self.adopted = True
             return True
 
     def wait(self, timeout: float) -> str | None:
         self.start()
-        if self.thread is None:  # adopted
+        if self.adopted or self.thread is None:
             return self.path
         self.thread.join(timeout)
         if self.thread.is_alive():
@@ -347,7 +349,7 @@ def inherit(fd: int) -> bool:
 
 def inherited() -> bool:
     """Whether the library in use was built by another diagnose (:func:`inherit`)."""
-    return _BUILD.path is not None and _BUILD.thread is None
+    return _BUILD.adopted
 
 
 def preload(timeout: float = 5.0) -> str | None:
