@@ -20,8 +20,8 @@ from collections.abc import Callable
 
 import psutil
 
-from diagnose.collect.procfs import parse_schedstat
 from diagnose.collect.selection import ProcInfo
+from diagnose.collect.tasks import read_task, schedstats, task_ids
 
 MAX_PROCESSES = 256
 MAX_DEPTH = 4
@@ -116,10 +116,10 @@ def tcp_sockets(pid: int) -> dict[int, tuple[str, int]]:
     return {i: (state, port) for i, (state, port, _) in _tcp_table(pid).items()}
 
 
-def _waited_socket(pid: int, tid: str) -> int | None:
+def _waited_socket(pid: int, tid: int) -> int | None:
     """The inode of the socket a blocked thread's system call is on (its first argument is a
     descriptor: recv, read, send, connect, poll's is not), None for anything else."""
-    fields = _read(f"/proc/{pid}/task/{tid}/syscall").split()
+    fields = read_task(pid, tid, "syscall").split()
     if len(fields) < 2 or not fields[0].isdigit():
         return None  # running, or not readable
     try:
@@ -139,7 +139,7 @@ def accepted_connections(pid: int, sockets: set[int], held: list[int]) -> int:
     return sum(1 for i in sockets if i in table and table[i][0] == "01" and table[i][1] in ports)
 
 
-def _syscall_on_tcp(pid: int, tid: str, tcp: dict[int, tuple[str, int]]) -> bool:
+def _syscall_on_tcp(pid: int, tid: int, tcp: dict[int, tuple[str, int]]) -> bool:
     """The thread is in a system call whose first argument is a descriptor of a TCP socket
     (recv, read, send, accept, connect take the descriptor first on every ABI)."""
     inode = _waited_socket(pid, tid)
@@ -187,11 +187,10 @@ def outbound_peers(pid: int) -> list[dict[str, object]] | None:
         return []
     sockets = Counter(peer_of.values())
     waiting: Counter[str] = Counter()
-    with contextlib.suppress(OSError):
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            on = peer_of.get(_waited_socket(pid, tid) or -1)
-            if on is not None:
-                waiting[on] += 1
+    for tid in task_ids(pid):
+        on = peer_of.get(_waited_socket(pid, tid) or -1)
+        if on is not None:
+            waiting[on] += 1
     ranked = sorted(sockets, key=lambda a: (-waiting.get(a, 0), -sockets[a], a))
     return [
         {"peer": a, "connections": sockets[a], "threads_waiting": waiting.get(a, 0)}
@@ -216,24 +215,16 @@ def socket_inodes(pid: int) -> set[int]:
 
 def thread_waits(pid: int) -> list[str]:
     """The wait channel of each thread ('0' or '' when running)."""
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return []
-    return [_read(f"/proc/{pid}/task/{tid}/wchan").strip() for tid in tids]
+    return [read_task(pid, tid, "wchan").strip() for tid in task_ids(pid)]
 
 
 def request_threads(pid: int) -> int:
     """Threads blocked on a TCP connection: a TCP wait channel, or a generic one while in a
     system call on a TCP socket."""
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return 0
     tcp: dict[int, tuple[str, int]] | None = None
     n = 0
-    for tid in tids:
-        wchan = _read(f"/proc/{pid}/task/{tid}/wchan").strip()
+    for tid in task_ids(pid):
+        wchan = read_task(pid, tid, "wchan").strip()
         if wchan in TCP_WAITS:
             n += 1
         elif wchan in GENERIC_WAITS:
@@ -256,21 +247,8 @@ def run_time_s(pid: int) -> float | None:
     or None where the kernel gives none. A thread that exits between two readings takes its
     time with it: a difference can come out lower than the truth (never below 0 once
     clamped)."""
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return None
-    total, seen = 0, False
-    for tid in tids:
-        text = _read(f"/proc/{pid}/task/{tid}/schedstat")
-        if not text:
-            continue  # it exited meanwhile
-        try:
-            total += parse_schedstat(text)[0]
-        except ValueError:
-            return None
-        seen = True
-    return total / 1e9 if seen else None
+    times = schedstats(pid)
+    return sum(on for on, _, _ in times.values()) / 1e9 if times else None
 
 
 def cpu_use(procs: dict[int, psutil.Process], window: float) -> dict[int, float | None]:

@@ -49,6 +49,7 @@ from diagnose.collect.redact import redact_argv
 from diagnose.collect.registry import build_collectors
 from diagnose.collect.system import cpu_capacity
 from diagnose.collect.target import Target, check_trace_access, resolve_target
+from diagnose.collect.tasks import read_task, task_ids
 from diagnose.collect.workers import FINISH_GRACE, WorkerCaptures, share
 from diagnose.errors import Busy, OutputError, UsageError
 
@@ -142,12 +143,10 @@ class _TargetLock:
 
 def _thread_states(pid: int) -> dict[int, str]:
     out: dict[int, str] = {}
-    with contextlib.suppress(OSError):
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            with contextlib.suppress(OSError, ValueError, IndexError):
-                with open(f"/proc/{pid}/task/{tid}/stat", encoding="utf-8", errors="replace") as fh:
-                    text = fh.read()
-                out[int(tid)] = text[text.rindex(")") + 2]
+    for tid in task_ids(pid):
+        with contextlib.suppress(ValueError, IndexError):
+            text = read_task(pid, tid, "stat")
+            out[tid] = text[text.rindex(")") + 2]
     return out
 
 
@@ -352,10 +351,7 @@ def _begin(
 def plan_for(pid: int, options: CaptureOptions) -> Plan:
     """The samplers' rates for this target within diagnose's CPU budget (collect/budget.py):
     its thread count and the cores it may use, read now."""
-    try:
-        threads = len(os.listdir(f"/proc/{pid}/task"))
-    except OSError:
-        threads = 0
+    threads = len(task_ids(pid))
     budget = options.cpu_budget
     if budget is None:
         budget = default_budget(cpu_capacity(pid).get("cores_available"))

@@ -18,7 +18,6 @@ the generator, not the service, set the pace.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import importlib.util
 import io
@@ -39,7 +38,7 @@ from typing import Any
 import psutil
 
 from diagnose.collect.child import anchored_fds
-from diagnose.collect.procfs import parse_schedstat
+from diagnose.collect.tasks import schedstats
 from diagnose.errors import DiagnoseError, LoadGeneratorError
 from diagnose.run import LaunchedCommand
 from diagnose.sweep.plan import LoadSpec, fill_template, whole_seconds
@@ -273,12 +272,8 @@ def _thread_times(pid: int) -> dict[tuple[int, int], tuple[int, int]]:
     """(pid, tid) -> (ns on a CPU, ns waiting on a run queue) for the process tree."""
     out: dict[tuple[int, int], tuple[int, int]] = {}
     for proc in _tree(pid):
-        with contextlib.suppress(OSError):
-            for tid in os.listdir(f"/proc/{proc.pid}/task"):
-                with contextlib.suppress(OSError, ValueError):
-                    with open(f"/proc/{proc.pid}/task/{tid}/schedstat", encoding="ascii") as fh:
-                        on, wait, _ = parse_schedstat(fh.read())
-                    out[(proc.pid, int(tid))] = (on, wait)
+        for tid, (on, wait, _) in schedstats(proc.pid).items():
+            out[(proc.pid, tid)] = (on, wait)
     return out
 
 

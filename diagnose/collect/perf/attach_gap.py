@@ -16,11 +16,11 @@ boot, on CLOCK_BOOTTIME), CPU times from the same line.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from diagnose.collect import tasks
 from diagnose.collect.procfs import CLK_TCK, parse_stat
 
 #: two reads of one thread's start time agree within this (clock ticks of 10 ms)
@@ -43,10 +43,7 @@ class Untraced:
 
 def task_ids(pid: int) -> set[int]:
     """The process's thread IDs now (empty when it is gone)."""
-    try:
-        return {int(t) for t in os.listdir(f"/proc/{pid}/task") if t.isdigit()}
-    except OSError:
-        return set()
+    return set(tasks.task_ids(pid))
 
 
 def born_since(pid: int, before: set[int], until: float | None, t0: float) -> list[Untraced]:
