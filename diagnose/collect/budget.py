@@ -42,6 +42,14 @@ MIN_BUDGET = 0.05
 MIN_PYSPY_RATE = 10
 MIN_GIL_RATE = 10
 MIN_PROC_RATE = 5
+#: py-spy reads every thread's stack at every sample, an idle thread's as dearly as a busy
+#: one's (6 ms a sample of 69 threads on the AMD host: 0.06 cores at 10 Hz, more than the
+#: whole budget). Above FEW_THREADS threads its floor falls in proportion to the thread
+#: count, so that py-spy's cost at the floor stays that of FEW_THREADS threads at
+#: MIN_PYSPY_RATE, down to MIN_PYSPY_RATE_MANY: 5 Hz is still 50 samples of each busy
+#: thread in a 10 s window (docs/performance.md, "py-spy's floor on many threads")
+FEW_THREADS = 32
+MIN_PYSPY_RATE_MANY = 5
 
 #: py-spy's cost is measured over its first seconds of sampling, then compared with what
 #: the budget leaves it; more than OVERSPEND times that lowers its rate
@@ -125,6 +133,18 @@ class Plan:
         }
 
 
+def pyspy_floor(threads: int) -> int:
+    """py-spy's lowest rate on a target of ``threads`` threads (:data:`FEW_THREADS`)."""
+    if threads <= FEW_THREADS:
+        return MIN_PYSPY_RATE
+    return max(MIN_PYSPY_RATE_MANY, MIN_PYSPY_RATE * FEW_THREADS // threads)
+
+
+def floor(key: str, threads: int) -> int:
+    """The lowest rate the budget lowers sampler ``key`` ("pyspy", "gil") to."""
+    return pyspy_floor(threads) if key == "pyspy" else MIN_GIL_RATE
+
+
 def default_budget(cores_available: float | None) -> float:
     """BUDGET_SHARE of the cores the target may use, at least MIN_BUDGET."""
     return round(max(MIN_BUDGET, BUDGET_SHARE * (cores_available or 1.0)), 3)
@@ -169,12 +189,10 @@ def plan_rates(
         return plan(rates)
 
     # 2. py-spy and /proc together, in proportion to what was asked, down to their floors
+    py_floor = pyspy_floor(threads)
+
     def scaled(f: float) -> Rates:
-        py = (
-            asked.pyspy
-            if keep_pyspy
-            else max(min(asked.pyspy, MIN_PYSPY_RATE), int(asked.pyspy * f))
-        )
+        py = asked.pyspy if keep_pyspy else max(min(asked.pyspy, py_floor), int(asked.pyspy * f))
         proc = asked.proc if keep_proc else max(min(asked.proc, MIN_PROC_RATE), int(asked.proc * f))
         return Rates(py, min(gil, max(min(asked.gil, MIN_GIL_RATE), py // 4)), proc)
 
@@ -186,10 +204,6 @@ def plan_rates(
         else:
             hi = mid
     return plan(scaled(lo))
-
-
-#: the floor of each sampler a measured cost can lower
-FLOORS = {"pyspy": MIN_PYSPY_RATE, "gil": MIN_GIL_RATE}
 
 
 def sampler_allowance(plan: Plan, key: str, costs: Costs = COSTS) -> float:
@@ -215,13 +229,13 @@ def replan(
     it by less than REPLAN_MIN_SAVING, when it is at its floor already or there is no
     budget."""
     rate = getattr(plan.rates, key)
-    floor = FLOORS[key]
-    if plan.budget_cores <= 0 or measured_cores <= 0 or rate <= floor:
+    lowest = floor(key, plan.threads)
+    if plan.budget_cores <= 0 or measured_cores <= 0 or rate <= lowest:
         return None
     allowed = sampler_allowance(plan, key, costs)
     if measured_cores <= allowed * OVERSPEND or measured_cores - allowed < REPLAN_MIN_SAVING:
         return None
-    new = max(floor, int(rate * allowed / measured_cores))
+    new = max(lowest, int(rate * allowed / measured_cores))
     why = (
         f"measured {at_s:.1f} s into the window: it used {measured_cores:.3f} cores at "
         f"{rate} Hz where the budget leaves it {allowed:.3f}"

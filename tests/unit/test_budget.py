@@ -3,6 +3,8 @@ first, what it never lowers, and how the command line turns it on and off."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from diagnose.cli.common import make_options
@@ -10,11 +12,13 @@ from diagnose.collect.budget import (
     MIN_GIL_RATE,
     MIN_PROC_RATE,
     MIN_PYSPY_RATE,
+    MIN_PYSPY_RATE_MANY,
     Costs,
     Rates,
     default_budget,
     estimate,
     plan_rates,
+    pyspy_floor,
     replan,
     sampler_allowance,
 )
@@ -67,8 +71,24 @@ def test_then_pyspy_and_proc_are_lowered_together_within_the_budget():
 
 def test_a_process_with_many_threads_stops_at_the_floors_and_says_what_it_will_cost():
     p = plan_rates(ASKED, 500, 0.05, costs=COSTS)
-    assert p.rates == Rates(MIN_PYSPY_RATE, MIN_GIL_RATE, MIN_PROC_RATE)
+    assert p.rates == Rates(MIN_PYSPY_RATE_MANY, MIN_GIL_RATE, MIN_PROC_RATE)
     assert p.estimated_cores > 0.05  # the estimate is not bent to the budget
+
+
+@pytest.mark.parametrize(
+    ("threads", "hz"), [(1, 10), (32, 10), (33, 9), (40, 8), (64, 5), (69, 5), (5000, 5)]
+)
+def test_py_spys_floor_falls_with_the_thread_count_to_5_hz(threads, hz):
+    # py-spy's cost at its floor stays that of 32 threads at 10 Hz, down to 5 Hz
+    assert pyspy_floor(threads) == hz
+    p = plan_rates(ASKED, threads, 0.0001, costs=COSTS)
+    assert p.rates.pyspy == hz and p.rates.gil == MIN_GIL_RATE
+
+
+def test_the_69_thread_service_of_the_overhead_benchmark_gets_5_hz_at_the_default_budget():
+    p = plan_rates(ASKED, 69, 0.05)  # the reference host's unit costs
+    assert p.rates == Rates(MIN_PYSPY_RATE_MANY, MIN_GIL_RATE, MIN_PROC_RATE)
+    assert p.thinned[0] == "py-spy 100 -> 5 Hz"
 
 
 def test_rates_the_user_chose_are_kept_and_the_others_pay_for_them():
@@ -143,6 +163,10 @@ def test_a_sampler_is_never_lowered_below_its_floor_nor_without_a_budget():
     assert floor is not None and floor[0] == MIN_PYSPY_RATE
     at_floor = p.lowered("pyspy", MIN_PYSPY_RATE, floor[1])
     assert replan(at_floor, "pyspy", 5.0, 4.0, costs=COSTS) is None
+    # on many threads, the lower floor: measured over its share, py-spy goes to 5 Hz
+    many = replace(plan_rates(Rates(20, 100, 20), 69, 1.0, costs=COSTS), budget_cores=0.05)
+    assert many.rates.pyspy == 20
+    assert (replan(many, "pyspy", 5.0, 2.0, costs=COSTS) or (0, ""))[0] == MIN_PYSPY_RATE_MANY
     unbounded = plan_rates(ASKED, 1, 0.0, costs=COSTS)
     assert replan(unbounded, "pyspy", 0.5, 2.0, costs=COSTS) is None
     # the /proc sampler alone over the budget: the py-spy samplers are left nothing
