@@ -143,6 +143,35 @@ class SafeDir:
         return cls(fd, parent / name, parent_fd=parent_fd, name=name if created else "")
 
     @classmethod
+    def private(cls, path: str | Path) -> SafeDir:
+        """A directory of ours alone that outlives this process (a cache): created (0700)
+        with its parents if missing, else used only if our effective user owns it and its
+        mode is 0700 (it may hold files: only we can have put them there). Never reached
+        through a link at its last step. Raises :class:`UnsafeDirectory` or OSError."""
+        path = Path(path)
+        os.makedirs(path.parent, mode=DIR_MODE, exist_ok=True)
+        parent_fd = os.open(path.parent, _DIR_FLAGS)
+        try:
+            created = False
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(path.name, DIR_MODE, dir_fd=parent_fd)
+                created = True
+            try:
+                fd = os.open(path.name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=parent_fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise UnsafeDirectory(exc.errno, f"{path} is not a directory") from None
+                raise
+        finally:
+            os.close(parent_fd)
+        try:
+            _check_private(fd, path, must_be_empty=False, fix_mode=created)
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(fd, path)
+
+    @classmethod
     def inherited(cls, fd: int, display: str) -> SafeDir:
         """A directory another diagnose opened and passed down as descriptor ``fd`` (a
         worker's capture gets its parent's, collect/workers.py): taken only if it is ours
@@ -217,6 +246,14 @@ class SafeDir:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(name, dir_fd=dfd)
         return os.open(name, _NEW_FLAGS, mode, dir_fd=dfd)
+
+    def write_new(self, rel: str, data: bytes) -> None:
+        """A new file ``rel`` holding ``data`` (:meth:`create_file`: never an existing one)."""
+        fd = self.create_file(rel)
+        try:
+            write_all(fd, data)
+        finally:
+            os.close(fd)
 
     def open_append(self, rel: str) -> int:
         """An existing member for appending (created if missing), never through a link."""

@@ -16,6 +16,14 @@ import pytest
 from diagnose.collect.perf import pollfix
 
 
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path_factory, monkeypatch):
+    """Each test builds with a cache of its own (empty), not the user's ~/.cache/diagnose."""
+    home = tmp_path_factory.mktemp("cache-home")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home))
+    return home / "diagnose"
+
+
 class PollFd(ctypes.Structure):
     _fields_ = [("fd", ctypes.c_int), ("events", ctypes.c_short), ("revents", ctypes.c_short)]
 
@@ -170,6 +178,7 @@ def test_the_library_opens_the_snapshot_for_proc_kallsyms_only(tmp_path, monkeyp
 
 def built_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[pollfix._Build, str]:
     """A build of the library of its own, in ``tmp_path`` (skips where none can be built)."""
+    tmp_path.mkdir(exist_ok=True)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     build = pollfix._Build()
     lib = build.wait(30)
@@ -274,3 +283,95 @@ def test_a_workers_capture_is_handed_the_librarys_directory():
     i = argv.index("--pollfix-fd")
     assert argv[i + 1] == "9"
     assert "--pollfix-fd" not in child_argv(42, "/proc/self/fd/7/42", CaptureOptions(duration=5))
+
+
+# -- the cache: built once, copied after ---------------------------------------------------
+
+
+def test_a_library_built_once_is_copied_from_the_cache_the_next_time(
+    tmp_path, monkeypatch, own_cache
+):
+    # GIVEN a capture that built the library (the cache was empty)
+    first, lib = built_in(tmp_path, monkeypatch)
+    assert not first.cached
+    (kept,) = own_cache.iterdir()
+    st = kept.stat()
+    assert kept.name == pollfix._cached_name() and st.st_uid == os.geteuid()
+    assert stat.S_IMODE(own_cache.stat().st_mode) == 0o700
+    # WHEN the next capture starts, on a host without a compiler now
+    monkeypatch.setattr(pollfix.shutil, "which", lambda name: None)
+    second = pollfix._Build()
+    again = second.wait(30)
+    # THEN it uses the cached library, copied into its own directory, and compiles nothing
+    assert again is not None and second.cached and second.work is not None
+    assert again.startswith(f"/proc/self/fd/{second.work.fd}/")
+    assert Path(again).read_bytes() == Path(lib).read_bytes() == kept.read_bytes()
+    assert not second.work.is_file("pollfix.c")
+    assert second.kallsyms is not None  # its own snapshot of the kernel's symbols
+    pollfix._remove(first.work)
+    pollfix._remove(second.work)
+
+
+def planted(cache: Path, data: bytes = b"\x7fELF planted") -> Path:
+    cache.mkdir(mode=0o700, exist_ok=True)
+    path = cache / pollfix._cached_name()
+    path.write_bytes(data)
+    return path
+
+
+def built_anew(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A capture starting now builds its library: nothing of the planted file in it."""
+    build, lib = built_in(tmp_path / "tmp", monkeypatch)
+    assert not build.cached and b"planted" not in Path(lib).read_bytes()
+    pollfix._remove(build.work)
+
+
+@pytest.mark.parametrize(
+    "how", ["others may write it", "another user owns it", "two links", "a symbolic link"]
+)
+def test_a_cached_file_that_is_not_ours_alone_is_never_loaded(
+    tmp_path, monkeypatch, own_cache, how
+):
+    # GIVEN a file under the cached library's name that diagnose did not leave there as is
+    path = planted(own_cache)
+    if how == "others may write it":
+        path.chmod(0o666)
+    elif how == "another user owns it":
+        os.chown(path, 65534, 65534)
+    elif how == "two links":
+        os.link(path, tmp_path / "elsewhere")
+    else:
+        path.rename(tmp_path / "target")
+        path.symlink_to(tmp_path / "target")
+    # WHEN a capture starts THEN it builds its own library and loads nothing of that file
+    built_anew(tmp_path, monkeypatch)
+
+
+@pytest.mark.parametrize("how", ["others can enter it", "another user owns it", "a symbolic link"])
+def test_a_cache_directory_that_is_not_ours_alone_is_left_alone(
+    tmp_path, monkeypatch, own_cache, how
+):
+    # GIVEN a cache directory holding what looks like the library
+    path = planted(own_cache)
+    if how == "others can enter it":
+        own_cache.chmod(0o755)
+    elif how == "another user owns it":
+        os.chown(own_cache, 65534, 65534)
+    else:
+        own_cache.rename(tmp_path / "real")
+        own_cache.symlink_to(tmp_path / "real")
+        path = tmp_path / "real" / path.name
+    before = path.read_bytes()
+    # WHEN a capture starts THEN it neither reads from it nor writes into it
+    built_anew(tmp_path, monkeypatch)
+    assert path.read_bytes() == before and len(list(path.parent.iterdir())) == 1
+
+
+def test_the_cached_name_changes_with_the_source_and_the_flags(monkeypatch):
+    name = pollfix._cached_name()
+    assert name.startswith("pollfix-") and name.endswith(".so")
+    monkeypatch.setattr(pollfix, "SOURCE", pollfix.SOURCE + "\n/* changed */\n")
+    assert pollfix._cached_name() != name
+    monkeypatch.undo()
+    monkeypatch.setattr(pollfix, "CFLAGS", ("-O0", "-shared", "-fPIC"))
+    assert pollfix._cached_name() != name

@@ -18,13 +18,17 @@ here, 0.03-0.05 with the snapshot, and four perf processes start at once for a t
 service's capture, on the critical path to its window. ``perf script`` gets the snapshot
 through its own ``--kallsyms`` (its output is the same, byte for byte).
 
-It is compiled from :data:`SOURCE` once per capture (a worker's capture, started by the
-diagnose that captures its service, is handed that one's directory by descriptor:
-:func:`inherit`; building it again there cost 0.6 s of its start-up), with the host's C compiler
-(``cc``), into a private directory of its own (mode 0700, removed at exit) held open by
-descriptor (``bundle/safedir.py``): the compiler's temporary files go there too, and the
-compiler and perf reach it through ``/proc/self/fd/N`` paths, so nothing another user can
-write or swap in (a ``$TMPDIR`` of theirs included) is ever loaded into a perf run as root. Without a compiler (or where the build fails) perf runs as it
+It is compiled from :data:`SOURCE` with the host's C compiler (``cc``; 0.14 CPU-s and 0.2 s
+of every capture's start-up here) into a private directory of its own (mode 0700, removed
+at exit) held open by descriptor (``bundle/safedir.py``): the compiler's temporary files go
+there too, and the compiler and perf reach it through ``/proc/self/fd/N`` paths, so
+nothing another user can write or swap in (a ``$TMPDIR`` of theirs included) is ever
+loaded into a perf run as root. The library built is kept in diagnose's cache
+(:func:`cache_path`, named by a digest of what it is built from) and later captures copy
+it from there instead of compiling: only from a directory our user owns with mode 0700,
+and only a regular file of ours nobody else may write (else it is built anew, and the
+cache left alone). A worker's capture, started by the diagnose that captures its service,
+is handed that one's directory by descriptor (:func:`inherit`). Without a compiler (or where the build fails) perf runs as it
 is, and the busy-loop watchdog of :mod:`diagnose.collect.perf.record` stops a perf that
 spins (its recording until then is kept); the collectors say which of the two applied.
 """
@@ -33,7 +37,9 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import hashlib
 import os
+import secrets
 import shutil
 import stat
 import subprocess
@@ -41,7 +47,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from diagnose.bundle.safedir import ANCHOR, SafeDir, write_all
+from diagnose.bundle.safedir import ANCHOR, SafeDir
 from diagnose.spawn import run
 
 SOURCE = r"""
@@ -227,6 +233,10 @@ KALLSYMS_ENV = "DIAGNOSE_KALLSYMS"
 TARGET_ENV = "DIAGNOSE_TARGET_PID"
 #: the build's bound (it takes 0.16 s here)
 BUILD_TIMEOUT_S = 30.0
+#: the compiler's arguments (between it and the output)
+CFLAGS = ("-O2", "-shared", "-fPIC")
+#: a cached library larger than this is not one diagnose built (it is about 17 KB)
+MAX_LIBRARY_BYTES = 1 << 20
 
 
 class _Build:
@@ -239,6 +249,7 @@ class _Build:
         self.work: SafeDir | None = None  # N
         self.kallsyms: str | None = None  # /proc/self/fd/N/kallsyms, the snapshot
         self.adopted = False  # built by the diagnose that started this one (adopt)
+        self.cached = False  # copied from the cache, built by an earlier diagnose
         self.why_not = ""
 
     def start(self) -> None:
@@ -250,36 +261,59 @@ class _Build:
                 self.thread.start()
 
     def _build(self) -> None:
-        cc = shutil.which("cc") or shutil.which("gcc")
-        if cc is None:
-            self.why_not = "no C compiler (cc) to build it"
-            return
         try:
             work = SafeDir.create(Path(tempfile.gettempdir(), "diagnose-pollfix"), True)
             atexit.register(_remove, work)
-            fd = work.create_file("pollfix.c")
-            try:
-                write_all(fd, SOURCE.encode())
-            finally:
-                os.close(fd)
         except OSError as exc:
             self.why_not = f"no private directory to build it in: {exc}"
             return
+        if not self._from_cache_or_compile(work):
+            return
+        self.work = work
+        self.path = str(work.anchored("pollfix.so"))
+        self.kallsyms = _snapshot(work)
+
+    def _from_cache_or_compile(self, work: SafeDir) -> bool:
+        """``pollfix.so`` in ``work``: copied from the cache, else compiled (and then kept
+        in the cache for the next capture); False where neither could be had."""
+        cache = _cache()
+        if cache is None:
+            return self._compile(work)
+        with cache:
+            name = _cached_name()
+            if _from_cache(cache, name, work):
+                self.cached = True
+                return True
+            if not self._compile(work):
+                return False
+            _to_cache(cache, name, work)
+            return True
+
+    def _compile(self, work: SafeDir) -> bool:
+        """Build ``pollfix.so`` in ``work`` with the host's compiler; False (``why_not``
+        says why) where it cannot."""
+        cc = shutil.which("cc") or shutil.which("gcc")
+        if cc is None:
+            self.why_not = "no C compiler (cc) to build it"
+            return False
+        try:
+            work.write_new("pollfix.c", SOURCE.encode())
+        except OSError as exc:
+            self.why_not = f"no private directory to build it in: {exc}"
+            return False
         lib = str(work.anchored("pollfix.so"))
-        argv = [cc, "-O2", "-shared", "-fPIC", "-o", lib, str(work.anchored("pollfix.c")), "-ldl"]
+        argv = [cc, *CFLAGS, "-o", lib, str(work.anchored("pollfix.c")), "-ldl"]
         env = dict(os.environ, TMPDIR=f"{ANCHOR}{work.fd}")
         try:
             done = run(argv, timeout=BUILD_TIMEOUT_S, pass_fds=(work.fd,), env=env)
         except (OSError, subprocess.TimeoutExpired) as exc:
             self.why_not = f"{Path(cc).name} failed: {exc}"
-            return
+            return False
         if done.returncode != 0 or not work.is_file("pollfix.so"):
             last = (done.stderr or "").strip().splitlines()[-1:] or [f"exit {done.returncode}"]
             self.why_not = f"{Path(cc).name} failed: {last[0][:200]}"
-            return
-        self.work = work
-        self.path = lib
-        self.kallsyms = _snapshot(work)
+            return False
+        return True
 
     def adopt(self, fd: int) -> bool:
         """Use the library (and snapshot) in the directory open at ``fd``, which the
@@ -312,6 +346,77 @@ class _Build:
         return self.path
 
 
+def cache_path() -> Path:
+    """Where built libraries are kept between runs: ``$XDG_CACHE_HOME/diagnose`` (an
+    absolute one), else ``~/.cache/diagnose``."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
+    return root / "diagnose"
+
+
+def _cache() -> SafeDir | None:
+    """The cache directory, or None where there is none of ours alone (another user's, a
+    link, a mode other than 0700, a read-only home): the library is then built each run."""
+    try:
+        return SafeDir.private(cache_path())
+    except (OSError, RuntimeError):  # (RuntimeError: no home directory to expand)
+        return None
+
+
+def _cached_name() -> str:
+    """The cached library's name: a digest of what it is built from (the source, the
+    compiler's arguments, the machine, the C library), so that a change of any builds anew."""
+    libc = (os.confstr("CS_GNU_LIBC_VERSION") or "") if hasattr(os, "confstr") else ""
+    what = "\0".join([SOURCE, *CFLAGS, os.uname().machine, libc])
+    return f"pollfix-{hashlib.sha256(what.encode()).hexdigest()[:20]}.so"
+
+
+def _from_cache(cache: SafeDir, name: str, work: SafeDir) -> bool:
+    """Copy the cached library ``name`` into ``work``: only a regular file of ours that no
+    one else may write, with one link, of a library's size and an ELF header."""
+    try:
+        fd = os.open(
+            name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=cache.fd
+        )
+    except OSError:
+        return False
+    try:
+        st = os.fstat(fd)
+        if (
+            not stat.S_ISREG(st.st_mode)
+            or st.st_uid != os.geteuid()
+            or st.st_mode & 0o022
+            or st.st_nlink != 1
+            or st.st_size > MAX_LIBRARY_BYTES
+        ):
+            return False
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            data = fh.read(MAX_LIBRARY_BYTES + 1)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    if data[:4] != b"\x7fELF" or len(data) != st.st_size:
+        return False
+    try:
+        work.write_new("pollfix.so", data)
+    except OSError:
+        work.unlink("pollfix.so")
+        return False
+    return True
+
+
+def _to_cache(cache: SafeDir, name: str, work: SafeDir) -> None:
+    """Keep the library just built as ``name`` in the cache, whole or not at all (a
+    temporary name of its own, then renamed); nothing is said where that fails."""
+    tmp = f".{name}.{secrets.token_hex(6)}.tmp"
+    try:
+        cache.write_new(tmp, work.read_bytes("pollfix.so", MAX_LIBRARY_BYTES + 1))
+        os.replace(tmp, name, src_dir_fd=cache.fd, dst_dir_fd=cache.fd)
+    except OSError:
+        cache.unlink(tmp)
+
+
 def _snapshot(work: SafeDir) -> str | None:
     """A copy of ``/proc/kallsyms`` in ``work``, for perf to read instead (its path), or
     None where it cannot be read. Taken once per diagnose process: the kernel's symbols
@@ -322,11 +427,7 @@ def _snapshot(work: SafeDir) -> str | None:
             text = fh.read()
         if not text:
             return None
-        fd = work.create_file("kallsyms")
-        try:
-            write_all(fd, text)
-        finally:
-            os.close(fd)
+        work.write_new("kallsyms", text)
     except OSError:
         return None
     return str(work.anchored("kallsyms"))
@@ -350,6 +451,11 @@ def inherit(fd: int) -> bool:
 def inherited() -> bool:
     """Whether the library in use was built by another diagnose (:func:`inherit`)."""
     return _BUILD.adopted
+
+
+def cached() -> bool:
+    """Whether the library in use came from the cache (:func:`cache_path`), not built now."""
+    return _BUILD.cached
 
 
 def preload(timeout: float = 5.0) -> str | None:

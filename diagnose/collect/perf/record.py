@@ -174,6 +174,7 @@ class PerfRecord:
         self.poll_fix = ""  # "preloaded", or "none: why" (collect/perf/pollfix.py)
         self.kallsyms = "proc"  # or "snapshot": where perf read the kernel's symbols
         self.fix_inherited = False  # the fix built by the capture that started this one
+        self.fix_cached = False  # the fix built by an earlier run, kept in diagnose's cache
 
     def argv(self) -> list[str]:
         window = self.ctx.remaining()
@@ -210,6 +211,7 @@ class PerfRecord:
         self.poll_fix = "preloaded" if lib else f"none: {pollfix.why_not()}"
         self.kallsyms = "snapshot" if lib and pollfix.kallsyms() else "proc"
         self.fix_inherited = bool(lib) and pollfix.inherited()
+        self.fix_cached = bool(lib) and pollfix.cached()
         self.child = Child(
             self.argv(),
             self.ctx.writer.path(self.stderr_rel),
@@ -345,6 +347,8 @@ class PerfRecord:
         out: dict[str, Any] = {"poll_fix": self.poll_fix, "kallsyms": self.kallsyms}
         if self.fix_inherited:
             out["poll_fix_built_by"] = "the service's capture"
+        elif self.fix_cached:
+            out["poll_fix_built_by"] = "an earlier run (cached)"
         return out
 
     def capped(self) -> bool:
