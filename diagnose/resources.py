@@ -1,4 +1,5 @@
-"""Where the data that ships with diagnose lives: rules/, templates/, samples/.
+"""Where the data that ships with diagnose lives: rules/, templates/, samples/; and where
+diagnose keeps what it caches between runs (:func:`cache_dir`).
 
 In a wheel they are copied into ``diagnose/_data/`` (see ``pyproject.toml``); in a source
 checkout or an editable install they are the top-level folders of the repository.
@@ -6,6 +7,7 @@ checkout or an editable install they are the top-level folders of the repository
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 _PACKAGE = Path(__file__).resolve().parent
@@ -31,3 +33,11 @@ def templates_dir() -> Path:
 
 def samples_dir() -> Path:
     return data_dir("samples")
+
+
+def cache_dir() -> Path:
+    """diagnose's cache (perf's probe, the poll() fix for perf): ``$XDG_CACHE_HOME/diagnose``
+    where that is an absolute path, else ``~/.cache/diagnose``. Its users check that it is
+    the user's alone before they read from it (collect/perf/probe.py, pollfix.py)."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    return (Path(base) if os.path.isabs(base) else Path.home() / ".cache") / "diagnose"

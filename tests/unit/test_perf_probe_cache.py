@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +21,7 @@ from diagnose.collect.perf.probe import (
     read_cache,
     write_cache,
 )
+from diagnose.resources import cache_dir
 
 
 def caps(ok: bool = True) -> PerfCapabilities:
@@ -121,3 +123,17 @@ def test_one_probe_per_capture_key(cache, monkeypatch):
     assert a is b and len(calls) == 1
     capabilities_for(("capture", 2))
     assert len(calls) == 2
+
+
+@pytest.mark.parametrize(
+    ("xdg", "under"),
+    [("/var/cache/me", "/var/cache/me"), ("relative/dir", "HOME/.cache"), ("", "HOME/.cache")],
+)
+def test_the_probe_and_the_poll_fix_share_one_cache_directory(monkeypatch, tmp_path, xdg, under):
+    # an absolute $XDG_CACHE_HOME, else ~/.cache (a relative one would depend on the
+    # directory diagnose runs in: ignored, as the XDG specification says)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", xdg)
+    want = Path(under.replace("HOME", str(tmp_path))) / "diagnose"
+    assert cache_dir() == want
+    assert Path(probe_mod.cache_path()) == want / "perf-probe.json"

@@ -19,18 +19,19 @@ service's capture, on the critical path to its window. ``perf script`` gets the 
 through its own ``--kallsyms`` (its output is the same, byte for byte).
 
 It is compiled from :data:`SOURCE` with the host's C compiler (``cc``; 0.14 CPU-s and 0.2 s
-of every capture's start-up here) into a private directory of its own (mode 0700, removed
-at exit) held open by descriptor (``bundle/safedir.py``): the compiler's temporary files go
-there too, and the compiler and perf reach it through ``/proc/self/fd/N`` paths, so
-nothing another user can write or swap in (a ``$TMPDIR`` of theirs included) is ever
-loaded into a perf run as root. The library built is kept in diagnose's cache
-(:func:`cache_path`, named by a digest of what it is built from) and later captures copy
-it from there instead of compiling: only from a directory our user owns with mode 0700,
-and only a regular file of ours nobody else may write (else it is built anew, and the
-cache left alone). A worker's capture, started by the diagnose that captures its service,
-is handed that one's directory by descriptor (:func:`inherit`). Without a compiler (or where the build fails) perf runs as it
-is, and the busy-loop watchdog of :mod:`diagnose.collect.perf.record` stops a perf that
-spins (its recording until then is kept); the collectors say which of the two applied.
+of every capture's start-up here) into a private directory of its own (mode 0700, removed at
+exit) held open by descriptor (``bundle/safedir.py``): the compiler's temporary files go
+there too, and the compiler and perf reach it through ``/proc/self/fd/N`` paths, so nothing
+another user can write or swap in (a ``$TMPDIR`` of theirs included) is ever loaded into a
+perf run as root. The library built is kept in diagnose's cache
+(:func:`diagnose.resources.cache_dir`, named by a digest of what it is built from) and later
+captures copy it from there instead of compiling: only from a directory our user owns with
+mode 0700, and only a regular file of ours nobody else may write (else it is built anew, and
+the cache left alone). A worker's capture, started by the diagnose that captures its
+service, is handed that one's directory by descriptor (:func:`inherit`). Without a compiler
+(or where the build fails) perf runs as it is, and the busy-loop watchdog of
+:mod:`diagnose.collect.perf.record` stops a perf that spins (its recording until then is
+kept); the collectors say which of the two applied.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ import threading
 from pathlib import Path
 
 from diagnose.bundle.safedir import ANCHOR, SafeDir
+from diagnose.resources import cache_dir
 from diagnose.spawn import run
 
 SOURCE = r"""
@@ -346,19 +348,11 @@ class _Build:
         return self.path
 
 
-def cache_path() -> Path:
-    """Where built libraries are kept between runs: ``$XDG_CACHE_HOME/diagnose`` (an
-    absolute one), else ``~/.cache/diagnose``."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
-    return root / "diagnose"
-
-
 def _cache() -> SafeDir | None:
     """The cache directory, or None where there is none of ours alone (another user's, a
     link, a mode other than 0700, a read-only home): the library is then built each run."""
     try:
-        return SafeDir.private(cache_path())
+        return SafeDir.private(cache_dir())
     except (OSError, RuntimeError):  # (RuntimeError: no home directory to expand)
         return None
 
@@ -454,7 +448,7 @@ def inherited() -> bool:
 
 
 def cached() -> bool:
-    """Whether the library in use came from the cache (:func:`cache_path`), not built now."""
+    """Whether the library in use came from the cache (:func:`cache_dir`), not built now."""
     return _BUILD.cached
 
 

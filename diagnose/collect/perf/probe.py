@@ -40,6 +40,7 @@ from typing import Any
 
 from diagnose.formats.perf_regs import USER_REGS_OPTION
 from diagnose.formats.perf_stat import parse_stat
+from diagnose.resources import cache_dir
 from diagnose.spawn import spawn
 
 PERF_INSTALL = (
@@ -357,9 +358,8 @@ CACHE_SCHEMA = "diagnose.perf_probe/2"  # bumped whenever a check changes
 
 
 def cache_path() -> str:
-    """``$XDG_CACHE_HOME/diagnose/perf-probe.json`` (``~/.cache/...``), private to the user."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "diagnose", "perf-probe.json")
+    """``perf-probe.json`` in diagnose's cache (:func:`diagnose.resources.cache_dir`)."""
+    return str(cache_dir() / "perf-probe.json")
 
 
 def _cache_key(perf: str | None) -> dict[str, Any]:
