@@ -326,41 +326,41 @@ def built_anew(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pollfix._remove(build.work)
 
 
+def spoiled(path: Path, how: str, elsewhere: Path) -> Path:
+    """Make ``path`` (the cached file or the cache directory) not ours alone, ``how``; the
+    path its content is now at."""
+    if how == "open to others":
+        path.chmod(0o755 if path.is_dir() else 0o666)  # (a directory: others may enter)
+    elif how == "another user owns it":
+        os.chown(path, 65534, 65534)
+    elif how == "two links":
+        os.link(path, elsewhere / "elsewhere")
+    else:  # a symbolic link
+        path.rename(elsewhere / "real")
+        path.symlink_to(elsewhere / "real")
+        return elsewhere / "real"
+    return path
+
+
 @pytest.mark.parametrize(
-    "how", ["others may write it", "another user owns it", "two links", "a symbolic link"]
+    "how", ["open to others", "another user owns it", "two links", "a symbolic link"]
 )
 def test_a_cached_file_that_is_not_ours_alone_is_never_loaded(
     tmp_path, monkeypatch, own_cache, how
 ):
     # GIVEN a file under the cached library's name that diagnose did not leave there as is
-    path = planted(own_cache)
-    if how == "others may write it":
-        path.chmod(0o666)
-    elif how == "another user owns it":
-        os.chown(path, 65534, 65534)
-    elif how == "two links":
-        os.link(path, tmp_path / "elsewhere")
-    else:
-        path.rename(tmp_path / "target")
-        path.symlink_to(tmp_path / "target")
+    spoiled(planted(own_cache), how, tmp_path)
     # WHEN a capture starts THEN it builds its own library and loads nothing of that file
     built_anew(tmp_path, monkeypatch)
 
 
-@pytest.mark.parametrize("how", ["others can enter it", "another user owns it", "a symbolic link"])
+@pytest.mark.parametrize("how", ["open to others", "another user owns it", "a symbolic link"])
 def test_a_cache_directory_that_is_not_ours_alone_is_left_alone(
     tmp_path, monkeypatch, own_cache, how
 ):
     # GIVEN a cache directory holding what looks like the library
-    path = planted(own_cache)
-    if how == "others can enter it":
-        own_cache.chmod(0o755)
-    elif how == "another user owns it":
-        os.chown(own_cache, 65534, 65534)
-    else:
-        own_cache.rename(tmp_path / "real")
-        own_cache.symlink_to(tmp_path / "real")
-        path = tmp_path / "real" / path.name
+    name = planted(own_cache).name
+    path = spoiled(own_cache, how, tmp_path) / name
     before = path.read_bytes()
     # WHEN a capture starts THEN it neither reads from it nor writes into it
     built_anew(tmp_path, monkeypatch)
@@ -370,8 +370,10 @@ def test_a_cache_directory_that_is_not_ours_alone_is_left_alone(
 def test_the_cached_name_changes_with_the_source_and_the_flags(monkeypatch):
     name = pollfix._cached_name()
     assert name.startswith("pollfix-") and name.endswith(".so")
-    monkeypatch.setattr(pollfix, "SOURCE", pollfix.SOURCE + "\n/* changed */\n")
-    assert pollfix._cached_name() != name
-    monkeypatch.undo()
-    monkeypatch.setattr(pollfix, "CFLAGS", ("-O0", "-shared", "-fPIC"))
-    assert pollfix._cached_name() != name
+    with monkeypatch.context() as m:
+        m.setattr(pollfix, "SOURCE", pollfix.SOURCE + "\n/* changed */\n")
+        assert pollfix._cached_name() != name
+    with monkeypatch.context() as m:
+        m.setattr(pollfix, "CFLAGS", ("-O0", "-shared", "-fPIC"))
+        assert pollfix._cached_name() != name
+    assert pollfix._cached_name() == name  # the same inputs, the same name

@@ -26,8 +26,9 @@ another user can write or swap in (a ``$TMPDIR`` of theirs included) is ever loa
 perf run as root. The library built is kept in diagnose's cache
 (:func:`diagnose.resources.cache_dir`, named by a digest of what it is built from) and later
 captures copy it from there instead of compiling: only from a directory our user owns with
-mode 0700, and only a regular file of ours nobody else may write (else it is built anew, and
-the cache left alone). A worker's capture, started by the diagnose that captures its
+mode 0700 (else it is built anew each time and that directory left alone), and only a
+regular file of ours nobody else may write, with one link (else it is built anew and put in
+that file's place). A worker's capture, started by the diagnose that captures its
 service, is handed that one's directory by descriptor (:func:`inherit`). Without a compiler
 (or where the build fails) perf runs as it is, and the busy-loop watchdog of
 :mod:`diagnose.collect.perf.record` stops a perf that spins (its recording until then is
