@@ -70,6 +70,9 @@ class ModelPath:
     found_by: str
     weight: float  # on-CPU time inside the model reached from this path
     callee: str = ""  # the call's first frame (a framework's Python frame, or native)
+    #: the stacks that showed it were cut short (they start inside the thread, not at its
+    #: entry: analyse/stages.py, anchored), and the line's source confirms the call
+    cut: bool = False
 
 
 @dataclass

@@ -67,7 +67,7 @@ def stages(ctx: Context) -> None:
     if not ctx.oncpu:
         return
     frames = ctx.frames
-    paths = model_paths(ctx.oncpu, frames)
+    paths = model_paths(ctx.oncpu, frames, ctx.data.py_line_calls)
     structure = Structure(paths=paths, calls=shared_calls(paths))
     structure.feeders = feeders(ctx, structure)
     at_lines = samples_at_lines(ctx, structure)
@@ -81,8 +81,22 @@ def stages(ctx: Context) -> None:
 # --- 1. the model call ---------------------------------------------------------------------
 
 
-def model_paths(samples: list[OnCpuSample], frames: FrameRules) -> dict[int, list[ModelPath]]:
+def model_paths(
+    samples: list[OnCpuSample],
+    frames: FrameRules,
+    line_calls: dict[str, list[tuple[str, str]]] | None = None,
+) -> dict[int, list[ModelPath]]:
     """Per thread, the Python paths that call the model, heaviest first.
+
+    py-spy reads a running thread's frames one by one, from the leaf up (``--nonblocking``):
+    a frame can be read after its caller returned, and the stack then ends early (a
+    coroutine's frame is unlinked from its caller as it returns) or goes on in the code that
+    ran later (the caller's memory reused). A model call short against the time such a read
+    takes (a small NumPy model at the end of each request, on a loaded host) can be seen
+    only in such stacks. A path that does not start at its thread's entry (:func:`entries`)
+    is compared from where it starts (:func:`anchored`) where the source of its calling line
+    (``line_calls``: python/calls.json) confirms the call (:func:`_cut`); otherwise as it is,
+    sharing no frame with the stacks that start at the entry.
 
     A call found by its native kernel alone (a GEMM under a Python line) rests on joining
     perf's sample to py-spy's stack of the same moment, and a short call (a small GEMV)
@@ -113,6 +127,7 @@ def model_paths(samples: list[OnCpuSample], frames: FrameRules) -> dict[int, lis
                 continue
             kernel_at[path] += s.sure_weight
         acc[s.tid][(path, call[1], s.stack[call[0]])] += s.weight
+    entry = entries(samples)
     out: dict[int, list[ModelPath]] = {}
     for tid, found in acc.items():
         merged: dict[tuple[Stack, str], tuple[float, str]] = {}
@@ -128,10 +143,64 @@ def model_paths(samples: list[OnCpuSample], frames: FrameRules) -> dict[int, lis
             merged[(path, how)] = (w + (old[0] if old else 0.0), old[1] if old else callee)
         if merged:
             out[tid] = [
-                ModelPath(p, how, w, callee)
+                ModelPath(p, how, w, callee, _cut(p, entry.get(tid), line_calls or {}))
                 for (p, how), (w, callee) in sorted(merged.items(), key=lambda kv: -kv[1][0])
             ]
     return out
+
+
+def entries(samples: list[OnCpuSample]) -> dict[int, tuple[str, str]]:
+    """Each thread's entry: the function (and file) most of its Python stacks start in, by
+    on-CPU time (``Thread._bootstrap``, the main module's runner)."""
+    acc: dict[int, dict[tuple[str, str], float]] = defaultdict(lambda: defaultdict(float))
+    for s in samples:
+        root = next((f for f in s.stack if not is_native_frame(f)), "")
+        if root:
+            acc[s.tid][split_frame(root)] += s.weight
+    return {tid: most_common(found, 1)[0][0] for tid, found in acc.items()}
+
+
+def _cut(
+    path: Stack, entry: tuple[str, str] | None, line_calls: dict[str, list[tuple[str, str]]]
+) -> bool:
+    """Whether ``path`` is one cut short, to compare from where it starts: it does not
+    start at its thread's entry, and the source of its calling line was read and makes a
+    call that runs Python frames or native code (not a builtin's). The capture reads only
+    the service's own files: a path whose caller part is an installed package's (the
+    response code that ran after the model, read in its callers' place) is not one."""
+    if split_frame(path[0]) == entry:
+        return False
+    return any(kind == "" for _, kind in line_calls.get(_line_key(path[-1]), []))
+
+
+def anchored(mp: ModelPath, stack: Stack) -> Stack:
+    """The model path as ``stack`` would show it: the path itself, or for a cut one, the
+    frames of ``stack`` down to where it enters the path's first function, then the rest of
+    the path (the first frame's line is ``stack``'s: it was read as the stack was cut). A
+    stack that never enters that function gets the path unchanged (no frame shared)."""
+    p = mp.path
+    if not mp.cut:
+        return p
+    first = split_frame(p[0])
+    best: Stack = p
+    shared = -1
+    for j, frame in enumerate(stack):
+        if split_frame(frame) != first:
+            continue
+        if len(p) == 1:
+            return stack[:j] + p
+        n = _shared(stack[j + 1 :], p[1:])
+        if n > shared:
+            best, shared = stack[: j + 1] + p[1:], n
+    return best
+
+
+def _shared(a: Stack, b: Stack) -> int:
+    """How many frames two stacks share from the root."""
+    n = 0
+    while n < len(a) and n < len(b) and a[n] == b[n]:
+        n += 1
+    return n
 
 
 def shared_calls(paths: dict[int, list[ModelPath]]) -> list[ModelPath]:
@@ -162,9 +231,7 @@ def relation(py: Stack, path: Stack, frames: FrameRules | None = None) -> tuple[
     or part where the serving machinery does (``frames.is_serving``: a worker pool's loop is
     not the handler). ``depth`` is how many frames they share: the deepest relation is the
     most specific."""
-    k = 0
-    while k < len(py) and k < len(path) and py[k] == path[k]:
-        k += 1
+    k = _shared(py, path)
     if k == len(path) and k == len(py):
         return "model", k
     if frames is not None and k < len(path) and frames.is_serving(path[k]):
@@ -193,10 +260,11 @@ def placement(
     best, depth = "", 0
     line: Stack = ()
     for mp in paths:  # heaviest first: on a tie the heavier call decides
-        rel, d = relation(py, mp.path, frames)
+        path = anchored(mp, py)
+        rel, d = relation(py, path, frames)
         if d > depth:
             best, depth = rel, d
-            line = mp.path[:d] if rel == "line" else ()
+            line = path[:d] if rel == "line" else ()
     return best, line
 
 
@@ -376,10 +444,11 @@ def _towards_model(line: Stack, paths: list[ModelPath]) -> set[tuple[str, str]]:
     d = len(line)
     out: set[tuple[str, str]] = set()
     for p in paths:
-        if p.path[:d] != line:
+        path = anchored(p, line)
+        if path[:d] != line:
             continue
-        if len(p.path) > d:
-            out.add(split_frame(p.path[d]))
+        if len(path) > d:
+            out.add(split_frame(path[d]))
         elif p.callee and not is_native_frame(p.callee):
             out.add(split_frame(p.callee))
         else:

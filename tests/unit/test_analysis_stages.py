@@ -439,3 +439,61 @@ def test_a_model_object_called_on_the_line_is_found_as_its_only_other_call() -> 
     calls = [("tidy", ""), ("model", ""), ("cache", ""), ("shape_reply", "")]
     got, _ = placed_with_source(samples, [(1, 0.0, 0.1, 3)], stacks, {"/srv/app.py:38": calls})
     assert got[(1, pre)] == ("other", "name")
+
+
+ENTRY = ("_run_module_as_main (<frozen runpy>:198)", "serve (/srv/app.py:90)")
+ROUTING = "/venv/lib/python3.11/site-packages/fastapi/routing.py"
+CLEAN = (*ENTRY, f"run_endpoint_function ({ROUTING}:381)", "moderate (/srv/app.py:31)",
+         "handle (/srv/app.py:20)", "prepare (/srv/textwork.py:43)", "fold (/srv/textwork.py:29)")  # fmt: skip
+NUMPY_MODEL = "NumpyModel.__call__ (/srv/zoolib.py:162)"
+#: the model call as py-spy read it: the coroutine above was unlinked as it returned
+CUT = (f"run_endpoint_function ({ROUTING}:380)", "moderate (/srv/app.py:31)",
+       "handle (/srv/app.py:21)", NUMPY_MODEL)  # fmt: skip
+#: ... and read with the callers' memory reused by the response code that ran after it
+SERIALIZE = (*ENTRY, f"serialize_response ({ROUTING}:358)",
+             "serialize_json (/venv/lib/python3.11/site-packages/fastapi/_compat/v2.py:231)")  # fmt: skip
+TORN = (*SERIALIZE[len(ENTRY) :], NUMPY_MODEL)
+MODEL_LINE = {"/srv/app.py:21": [("model", ""), ("len", "callback")]}
+
+
+def test_a_model_call_seen_only_in_stacks_cut_short_is_compared_from_where_they_start() -> None:
+    # GIVEN fastapi_async_textclean as measured (2026-12-04, 2 captures of 3 judged unknown):
+    # the event loop cleans text at handle's line 20, then calls a small NumPy model at line
+    # 21; py-spy reads its frames from the leaf up while it runs, and saw the model call
+    # only in stacks that end early (the root frame's line read late: 380, not 381)
+    samples = [(1, CLEAN, 8.0), (1, CUT, 1.0), (1, SERIALIZE, 0.5), (1, TORN, 1.5)]
+    got, ctx = placed_with_source(samples, [], {}, MODEL_LINE)
+    # THEN the cut path is the model call, compared from where it starts: the cleaning is
+    # before it in the same handler
+    assert got[(1, CLEAN)] == ("preprocess", "structure")
+    assert got[(1, CUT)] == ("model", "structure")
+    # near miss: the torn stack through an installed package (its line's source is not
+    # read) is no model call for the serialisation it shows
+    assert got[(1, SERIALIZE)] != ("model", "structure")
+    assert [mp.cut for mp in ctx.structure.calls] == [False, True]  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    "calls",
+    [
+        {},  # the calling line's source was not read
+        {"/srv/app.py:21": [("len", "builtin")]},  # it calls builtins only
+    ],
+)
+def test_near_miss_a_cut_path_the_source_does_not_confirm_is_compared_as_it_is(calls) -> None:
+    got, ctx = placed_with_source([(1, CLEAN, 8.0), (1, CUT, 1.0)], [], {}, calls)
+    assert got[(1, CLEAN)] == ("other", "name")
+    assert [mp.cut for mp in ctx.structure.calls] == [False]  # type: ignore[union-attr]
+
+
+def test_a_path_starting_at_its_thread_s_entry_is_not_cut() -> None:
+    # GIVEN the same model call seen whole (from the thread's entry), and a second thread
+    # whose stacks all start inside the handler (a thread a C extension started there)
+    whole = (*ENTRY, *CUT[:-1], NUMPY_MODEL)
+    _, ctx = placed_with_source(
+        [(1, CLEAN, 8.0), (1, whole, 1.0), (2, CUT, 1.0)], [], {}, MODEL_LINE
+    )
+    # THEN neither is cut: each starts where its thread's stacks start
+    assert stages.entries(ctx.oncpu) == {1: ("_run_module_as_main", "<frozen runpy>"),
+                                         2: ("run_endpoint_function", ROUTING)}  # fmt: skip
+    assert {mp.cut for mp in ctx.structure.calls} == {False}  # type: ignore[union-attr]
