@@ -20,16 +20,18 @@ from tests.e2e.cli import run_cli
 SECONDS = "6"
 
 
-#: an idle target's on-CPU samples, as a share of what one thread busy for the whole capture
-#: would get: the server's own wake-ups (polling every 0.5 s) give a few samples
-#: (4 of about 600 in one CI run); one busy thread is 1.0
+#: an idle target's on-CPU samples (perf) or GIL-holding samples (the GIL sampler), as a
+#: share of what one thread busy for the whole capture would get: the server's own wake-ups
+#: (polling every 0.5 s) give a few (perf 4 of about 600 in one CI run, the GIL sampler 1 in
+#: another); one busy thread is 1.0
 IDLE_SHARE = 0.02
 
 
-def idle_share(out: Path, perf: dict) -> float:
+def idle_share(out: Path, rec: dict) -> float:
+    """A sampling collector's samples, as a share of one busy thread's over the window."""
     cap = json.loads((out / "manifest.json").read_text())["capture"]
-    busy_thread = perf["details"]["rate_hz"] * cap["duration_actual"]
-    return float(perf["details"]["samples"]) / busy_thread
+    busy_thread = rec["details"]["rate_hz"] * cap["duration_actual"]
+    return float(rec["details"]["samples"]) / busy_thread
 
 
 def collectors(out: Path) -> dict[str, dict]:
@@ -41,9 +43,10 @@ def assert_nothing_failed(out: Path, stdout: str) -> None:
     assert not [n for n, r in recs.items() if r["status"] in ("failed", "partial")], recs
     for r in recs.values():
         assert "perf failed" not in r["reason"] and "Captured and wrote" not in r["reason"], r
-    # what ran and found nothing says so
-    assert recs["gil"]["status"] == "ok"
-    assert "no thread held the GIL" in recs["gil"]["reason"], recs["gil"]
+    # what ran and found nothing says so; a server's wake-ups may hold the GIL at a sample
+    gil = recs["gil"]
+    assert gil["status"] == "ok"
+    assert "no thread held the GIL" in gil["reason"] or idle_share(out, gil) < IDLE_SHARE, gil
     perf = recs.get("perf", {})
     if perf.get("status") == "ok" and perf["details"]["scope"] == "threads":  # where perf runs
         assert "no on-CPU samples" in perf["reason"], perf  # per-thread clocks: none reached
