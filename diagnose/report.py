@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from diagnose.analyse import analyse
 from diagnose.bundle.manifest import CollectorStatus
-from diagnose.bundle.safedir import SafeDir, write_all
-from diagnose.bundle.schema import check_structure
+from diagnose.bundle.safedir import SafeDir, read_regular, write_all
+from diagnose.bundle.schema import parse_json
 from diagnose.bundle.writer import dump_json, output_error
 from diagnose.errors import BadBundle, OutputError, UsageError
 from diagnose.render.schema import REPORT, REPORT_SCHEMA, Report
@@ -293,32 +293,44 @@ def is_report_file(path: Path) -> bool:
     return path.suffix.lower() == ".json" and not path.is_dir()
 
 
+#: a report.json with its stacks and series is a few MiB
+MAX_REPORT_BYTES = 256 * 1024 * 1024
+
+
 def load_report(path: Path) -> Report:
     """A report.json that diagnose wrote, read back: what ``diagnose report`` re-renders
     and ``diagnose compare`` compares. :class:`BadBundle` (exit 7) for anything else."""
     try:
-        data = json.loads(path.read_bytes())
+        data, _ = read_regular(path, MAX_REPORT_BYTES)
     except OSError as exc:
         raise BadBundle(f"cannot read {path}: {exc.strerror or exc}") from None
     except ValueError as exc:
+        raise BadBundle(f"{path}: {exc}") from None
+    return parse_report(data, path)
+
+
+def parse_report(data: bytes, path: Path) -> Report:
+    """``data`` checked to be a report.json diagnose wrote (``path`` names it in messages)."""
+    try:
+        doc = parse_json(data, path.name)
+    except BadBundle as exc:
         raise BadBundle(f"{path} is not a report.json: not JSON ({exc})") from None
-    if not isinstance(data, dict) or data.get("schema") != REPORT_SCHEMA:
-        found = data.get("schema") if isinstance(data, dict) else None
+    if not isinstance(doc, dict) or doc.get("schema") != REPORT_SCHEMA:
+        found = doc.get("schema") if isinstance(doc, dict) else None
         raise BadBundle(
             f"{path} is not a diagnose report ({REPORT_SCHEMA}): its schema is {found!r}"
         )
-    missing = [k for k in REPORT_SECTIONS if not isinstance(data.get(k), (dict, list))]
+    missing = [k for k in REPORT_SECTIONS if not isinstance(doc.get(k), (dict, list))]
     if missing:
         raise BadBundle(
             f"{path} lacks {', '.join(missing)} (written by diagnose "
-            f"{data.get('tool_version', '?')}?): run diagnose report on its bundle"
+            f"{doc.get('tool_version', '?')}?): run diagnose report on its bundle"
         )
-    try:  # depth and numbers, then the type of every field a renderer reads
-        check_structure(data, path.name)
-        REPORT.check(data, "")
+    try:  # the type of every field a renderer reads
+        REPORT.check(doc, "")
     except BadBundle as exc:
         raise BadBundle(f"{path} is not a usable report: {exc}") from None
-    return cast(Report, data)
+    return cast(Report, doc)
 
 
 def write_report_file(

@@ -15,7 +15,6 @@ through the same descriptor. Every JSON member passes :mod:`diagnose.bundle.sche
 from __future__ import annotations
 
 import errno
-import json
 import mmap
 import os
 from collections.abc import Sequence
@@ -29,7 +28,7 @@ from diagnose.bundle.columnar import read_csv_rows, read_parquet_rows
 from diagnose.bundle.compaction import parquet_name
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus, Manifest
 from diagnose.bundle.safedir import SafeDir
-from diagnose.bundle.schema import validate
+from diagnose.bundle.schema import SCHEMAS, parse_json
 from diagnose.errors import BadBundle, one_line
 from diagnose.escape import CSV_GUARD as GUARD
 from diagnose.escape import csv_uncell
@@ -230,10 +229,6 @@ def _unguard(df: pd.DataFrame) -> None:
         df[col] = pd.Series(restored, index=df.index, dtype=object).astype(series.dtype)
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
 def _load_json(directory: SafeDir, rel: str, bundle: Bundle | None = None) -> Any:
     st = directory.lstat(rel)
     if st is not None and st.st_size > MAX_JSON_BYTES:
@@ -242,19 +237,9 @@ def _load_json(directory: SafeDir, rel: str, bundle: Bundle | None = None) -> An
         data = bundle.read_bytes(rel)
     else:
         data = Bundle(directory.display, _EMPTY, directory).read_bytes(rel)
-    try:
-        doc = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        raise BadBundle(f"{rel} is corrupt or truncated: {exc.msg} at line {exc.lineno}") from exc
-    except UnicodeDecodeError as exc:
-        raise BadBundle(f"{rel} is not UTF-8 text") from exc
-    except RecursionError as exc:
-        raise BadBundle(f"{rel} is nested too deeply") from exc
-    except ValueError as exc:  # NaN/Infinity, an integer of thousands of digits
-        raise BadBundle(f"{rel} is not valid JSON: {one_line(exc)}") from exc
-    if rel == "manifest.json":
-        return doc  # Manifest.from_dict validates it, with its own messages first
-    return validate(doc, rel)
+    if rel == "manifest.json":  # Manifest.from_dict validates it, with its own messages first
+        return parse_json(data, rel)
+    return parse_json(data, rel, SCHEMAS.get(rel))
 
 
 _EMPTY = Manifest(tool_version="")

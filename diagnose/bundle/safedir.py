@@ -330,6 +330,28 @@ class SafeDir:
         return st.f_bavail * st.f_frsize
 
 
+def read_regular(path: str | Path, limit: int, follow: bool = True) -> tuple[bytes, os.stat_result]:
+    """A file a user named (or one found next to it), and its status: a regular file only
+    (opened without blocking, so a FIFO is refused, not waited on), at most ``limit`` bytes
+    (``ValueError`` past it); ``follow=False`` refuses a symbolic link at its last step."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow:
+            raise OSError(errno.ELOOP, "it is a symbolic link") from None
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        os.set_blocking(fd, True)
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"larger than {limit // (1024 * 1024)} MiB: not a file diagnose wrote")
+    return data, st
+
+
 def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:

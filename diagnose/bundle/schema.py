@@ -23,6 +23,7 @@ and jsonschema would add five packages, one of them compiled, for this.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -123,11 +124,38 @@ class Obj(Spec):
                 spec.check(value[k], f"{where}.{k}" if where else k)
 
 
+@dataclass(frozen=True)
+class _PathSpec(Spec):
+    """A string naming something inside the directory a document describes: relative, no
+    ``..``, no empty or ``.`` parts, no NUL, and one component unless ``nested``."""
+
+    nested: bool
+    what: str = "a name"
+
+    def check(self, value: Any, where: str) -> None:
+        if not isinstance(value, str):
+            _fail(where, self.what, value)
+        parts = value.split("/")
+        bad = (
+            not value
+            or len(value.encode("utf-8", "replace")) > 1024
+            or "\0" in value
+            or value.startswith("/")
+            or any(p in ("", ".", "..") for p in parts)
+            or (len(parts) > 1 and not self.nested)
+        )
+        if bad:
+            raise BadBundle(f"{where}: {value[:80]!r} is not {self.what}")
+
+
 ANY: Spec = _Any()
 STR: Spec = _Scalar((str,), "a string")
 INT: Spec = _Scalar((int,), "an integer")
 NUM: Spec = _Scalar((int, float), "a number")
 BOOL: Spec = _Scalar((bool,), "true or false")
+#: one directory entry's name; a relative path below the document's directory
+NAME: Spec = _PathSpec(False, "a file name (one component, no '..')")
+REL_PATH: Spec = _PathSpec(True, "a relative path inside the directory (no '..')")
 
 
 def _kind(value: Any) -> str:
@@ -167,6 +195,34 @@ def check_structure(doc: Any, name: str, max_depth: int = MAX_DEPTH) -> None:
             and not -INT_LIMIT <= value < INT_LIMIT
         ):
             raise BadBundle(f"{name} holds an integer out of range")
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"holds a number out of range ({name} is not a JSON number)")
+
+
+def parse_json(data: bytes | str, name: str, spec: Spec | None = None) -> Any:
+    """Parse a document a user may have crafted: UTF-8 JSON (no NaN or Infinity), then
+    :func:`check_structure`, then ``spec`` if given. Any failure is :class:`BadBundle` with one
+    line naming ``name``; never another exception, however deep or odd the input."""
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+        doc = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise BadBundle(f"{name} is corrupt or truncated: {exc.msg} at line {exc.lineno}") from None
+    except UnicodeDecodeError:
+        raise BadBundle(f"{name} is not UTF-8 text") from None
+    except RecursionError:
+        raise BadBundle(f"{name} is nested too deeply") from None
+    except ValueError as exc:  # NaN/Infinity, an integer of thousands of digits
+        raise BadBundle(f"{name} is not valid JSON: {' '.join(str(exc).split())[:200]}") from None
+    check_structure(doc, name)
+    if spec is not None:
+        try:
+            spec.check(doc, "")
+        except BadBundle as exc:
+            raise BadBundle(f"{name}: {exc}") from None
+    return doc
 
 
 def validate(doc: Any, rel: str) -> Any:

@@ -23,7 +23,8 @@ from diagnose.report import (
     write_report_file,
     write_reports,
 )
-from diagnose.sweep.report import is_sweep_dir, write_sweep_reports
+from diagnose.sweep.record import is_sweep_dir
+from diagnose.sweep.report import write_sweep_reports
 
 
 @main.command()

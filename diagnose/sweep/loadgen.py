@@ -21,7 +21,6 @@ from __future__ import annotations
 import csv
 import importlib.util
 import io
-import json
 import math
 import os
 import re
@@ -37,9 +36,10 @@ from typing import Any
 
 import psutil
 
+from diagnose.bundle.schema import parse_json
 from diagnose.collect.child import anchored_fds
 from diagnose.collect.tasks import schedstats
-from diagnose.errors import DiagnoseError, LoadGeneratorError
+from diagnose.errors import BadBundle, DiagnoseError, LoadGeneratorError
 from diagnose.run import LaunchedCommand
 from diagnose.sweep.plan import LoadSpec, fill_template, whole_seconds
 
@@ -50,6 +50,21 @@ PLUGIN = Path(__file__).with_name("locust_plugin.py")
 WRK_SCRIPT = Path(__file__).with_name("wrk_report.lua")
 #: How long past its window a generator may take to hand over its figures and exit.
 FINISH_SLACK_S = 30.0
+
+
+#: The ranges figures must be in: a window of a millisecond to 100 days, latencies to 11 days.
+MIN_SECONDS = 0.001
+MAX_SECONDS = 1e7
+MAX_REQUESTS = 1e12
+MAX_MS = 1e9
+
+
+def _real(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _whole(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
 
 
 class StepFailed(Exception):
@@ -73,6 +88,22 @@ class LoadFigures:
     max_ms: float | None = None
     errors: list[dict[str, Any]] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """Figures from a file or a record anyone may have edited: in range, or ValueError."""
+        empty = (
+            self.seconds == 0 and self.requests == 0
+        )  # locust's CSV of a window without requests
+        if not _real(self.seconds) or not (MIN_SECONDS <= self.seconds <= MAX_SECONDS or empty):
+            raise ValueError(f"'seconds' must be between {MIN_SECONDS} and {MAX_SECONDS:g}")
+        if not _whole(self.requests) or not 0 <= self.requests <= MAX_REQUESTS:
+            raise ValueError(f"'requests' must be a whole number from 0 to {MAX_REQUESTS:g}")
+        if not _whole(self.failures) or not 0 <= self.failures <= self.requests:
+            raise ValueError("'failures' must be a whole number from 0 to 'requests'")
+        for name in ("p50_ms", "p95_ms", "p99_ms", "mean_ms", "max_ms"):
+            v = getattr(self, name)
+            if v is not None and (not _real(v) or not 0 <= v <= MAX_MS):
+                raise ValueError(f"'{name}' must be a number of milliseconds from 0 to {MAX_MS:g}")
 
     @property
     def qps(self) -> float:
@@ -116,8 +147,8 @@ def figures_from_json(d: dict[str, Any], tool: str) -> LoadFigures:
     return LoadFigures(
         tool=str(d.get("tool") or tool)[:40],
         seconds=seconds,
-        requests=int(requests),
-        failures=int(_num(d.get("failures")) or 0),
+        requests=_count(requests, "requests"),
+        failures=_count(_num(d.get("failures")) or 0, "failures"),
         p50_ms=_num(d.get("p50_ms")),
         p95_ms=_num(d.get("p95_ms")),
         p99_ms=_num(d.get("p99_ms")),
@@ -126,6 +157,12 @@ def figures_from_json(d: dict[str, Any], tool: str) -> LoadFigures:
         errors=[e for e in errors if isinstance(e, dict)][:10] if isinstance(errors, list) else [],
         extra={k: v for k, v in d.items() if k not in known and isinstance(v, (int, float, str))},
     )
+
+
+def _count(v: float, name: str) -> int:
+    if not math.isfinite(v) or abs(v) > MAX_REQUESTS:
+        raise ValueError(f"'{name}' must be a whole number from 0 to {MAX_REQUESTS:g}")
+    return int(v)
 
 
 def parse_json_line(text: str, tool: str = "command") -> LoadFigures:
@@ -137,8 +174,8 @@ def parse_json_line(text: str, tool: str = "command") -> LoadFigures:
         if not line.startswith("{"):
             continue
         try:
-            d = json.loads(line)
-        except ValueError:
+            d = parse_json(line, "the JSON line")
+        except BadBundle:
             continue
         if isinstance(d, dict) and "requests" in d:
             try:
@@ -208,7 +245,10 @@ def parse_locust_window(d: dict[str, Any]) -> LoadFigures:
 def parse_locust_csv(text: str) -> LoadFigures:
     """locust's ``--csv PREFIX`` statistics, ``PREFIX_stats.csv``: its ``Aggregated`` row
     (every endpoint together). locust writes no window length: it is requests / (requests/s)."""
-    rows = list(csv.DictReader(io.StringIO(text)))
+    try:
+        rows = list(csv.DictReader(io.StringIO(text)))
+    except csv.Error as exc:  # a field over the csv module's limit, a NUL byte
+        raise ValueError(f"not a CSV file locust wrote: {exc}") from None
     row = next((r for r in rows if r.get("Name") == "Aggregated"), None)
     if row is None or "Request Count" not in row:
         raise ValueError("no 'Aggregated' row with a 'Request Count': not locust's _stats.csv")
@@ -530,8 +570,8 @@ class LocustRun(RunningLoad):
                 f"{_last_line(self.load_dir / 'locust.err') or 'no output'}"
             )
         try:
-            return parse_locust_window(json.loads(path.read_text()))
-        except ValueError as exc:
+            return parse_locust_window(parse_json(path.read_bytes(), "window.json"))
+        except (BadBundle, ValueError) as exc:
             raise StepFailed(f"locust's window.json is unreadable: {exc}") from None
 
 

@@ -10,49 +10,24 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from diagnose.bundle.reader import Bundle
 from diagnose.bundle.safedir import SafeDir
+from diagnose.compare import FILENAMES as COMPARE_FILES
 from diagnose.compare import compare, write_comparison
 from diagnose.errors import BadBundle, DiagnoseError
 from diagnose.outcome import from_load
 from diagnose.render.schema import Report
-from diagnose.report import load_report, open_output, write_reports
+from diagnose.report import OutputTarget, open_output, parse_report, write_reports
 from diagnose.sweep.analysis import find_knee
 from diagnose.sweep.model import build_sweep_report, step_point
-from diagnose.sweep.runner import RECORD, SCHEMA, SCHEMA_VERSION, STEP_FORMATS
+from diagnose.sweep.record import is_sweep_dir, load_record
+from diagnose.sweep.runner import RECORD, STEP_FORMATS
 
 FILENAMES = {"html": "report.html", "md": "report.md", "json": "report.json"}
 
 
-def is_sweep_dir(path: Path) -> bool:
-    return (Path(path) / RECORD).is_file()
-
-
-def load_record(sweep_dir: Path) -> dict[str, Any]:
-    path = Path(sweep_dir) / RECORD
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise BadBundle(f"cannot read {path}: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise BadBundle(f"{path} is not valid JSON: {exc}") from None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        raise BadBundle(f"{path} is not a diagnose sweep record")
-    if int(data.get("schema_version") or 0) > SCHEMA_VERSION:
-        raise BadBundle(
-            f"{path} is of a newer schema ({data.get('schema_version')}); upgrade diagnose"
-        )
-    if not isinstance(data.get("settings"), list):
-        raise BadBundle(f"{path} has no settings list")
-    for s in data["settings"]:
-        if not isinstance(s, dict) or not isinstance(s.get("steps"), list) or "slug" not in s:
-            raise BadBundle(f"{path}: a setting is malformed")
-        for step in s["steps"]:
-            if not isinstance(step, dict) or not isinstance(step.get("users"), int):
-                raise BadBundle(f"{path}: a step is malformed")
-    return data
-
-
 def _bundle(sweep_dir: Path, step: Mapping[str, Any]) -> Path | None:
+    """Where the step's bundle is, for matching a bundle path to its step (read only)."""
     rel = step.get("bundle")
     if not rel:
         return None
@@ -60,6 +35,18 @@ def _bundle(sweep_dir: Path, step: Mapping[str, Any]) -> Path | None:
     if not p.is_relative_to(sweep_dir.resolve()) or not p.is_dir():
         return None
     return p
+
+
+def _open_bundle(held: SafeDir, step: Mapping[str, Any]) -> Bundle | None:
+    """The step's bundle, reached from the sweep directory's descriptor without following
+    a link (the record's paths are checked relative paths: record.py)."""
+    rel = step.get("bundle")
+    if not rel:
+        return None
+    try:
+        return Bundle.open(held.sub(str(rel)))
+    except (OSError, ValueError):
+        return None
 
 
 def step_figures(bundle: Path) -> dict[str, Any] | None:
@@ -71,20 +58,21 @@ def step_figures(bundle: Path) -> dict[str, Any] | None:
         if not is_sweep_dir(sweep_dir):
             continue
         try:
-            record = load_record(sweep_dir)
+            record = load_record(sweep_dir, trusted_only=True)
         except BadBundle:
             return None
         for s in record["settings"]:
             for step in s["steps"]:
                 if _bundle(sweep_dir, step) == bundle and isinstance(step.get("load"), dict):
                     users = step["users"]
-                    return from_load(step["load"], f"sweep step, {users} users ({RECORD})")
+                    where = f"sweep step, {users} users ({sweep_dir / RECORD})"
+                    return from_load(step["load"], where)
         return None
     return None
 
 
 def step_reports(
-    sweep_dir: Path,
+    held: SafeDir,
     record: Mapping[str, Any],
     rediagnose: bool = False,
     rules_dirs: Iterable[Path] = (),
@@ -96,7 +84,7 @@ def step_reports(
     for s in record["settings"]:
         for step in s["steps"]:
             key = (s["slug"], int(step["users"]))
-            bundle = _bundle(sweep_dir, step)
+            bundle = _open_bundle(held, step)
             out[key] = None
             if bundle is None:
                 continue
@@ -106,29 +94,31 @@ def step_reports(
                         progress(f"diagnosing {s['name']}, {step['users']} users")
                     d, _ = write_reports(bundle, list(STEP_FORMATS), None, rules)
                     out[key] = d.report
-                elif (bundle / "report.json").is_file():
-                    out[key] = load_report(bundle / "report.json")
+                elif bundle.has("report.json"):
+                    raw = bundle.read_bytes("report.json")
+                    out[key] = parse_report(raw, bundle.path("report.json"))
             except (DiagnoseError, OSError, ValueError):
                 out[key] = None  # the row says "no verdict"; the figures stand
     return out
 
 
 def knee_comparisons(
-    sweep_dir: Path,
+    held: SafeDir,
     record: Mapping[str, Any],
     rules_dirs: Iterable[Path] = (),
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Per setting, the comparison of the knee's step with the next one (compare.py), written
-    to ``knee/SLUG/compare.*``; a string says why there is none."""
+    to ``knee/SLUG/compare.*`` through the sweep directory's descriptor; a string says why
+    there is none."""
     out: dict[str, Any] = {}
     for s in record["settings"]:
         steps = s["steps"]
         knee = find_knee([step_point(x) for x in steps])
         if not knee.found or knee.index is None or knee.next_index is None:
             continue
-        before = _bundle(sweep_dir, steps[knee.index])
-        after = _bundle(sweep_dir, steps[knee.next_index])
+        before = _open_bundle(held, steps[knee.index])
+        after = _open_bundle(held, steps[knee.next_index])
         if before is None or after is None:
             out[s["slug"]] = "a step on either side of the knee has no bundle to compare"
             continue
@@ -142,7 +132,8 @@ def knee_comparisons(
                 for i in (knee.index, knee.next_index)
             )
             c = compare(before, after, rules_dirs, (figures[0], figures[1]))
-            write_comparison(c, after, list(STEP_FORMATS), sweep_dir / "knee" / s["slug"])
+            names = {f: f"knee/{s['slug']}/{COMPARE_FILES[f]}" for f in STEP_FORMATS}
+            write_comparison(c, OutputTarget(held, names), list(STEP_FORMATS))
         except DiagnoseError as exc:
             out[s["slug"]] = f"the comparison across the knee failed: {exc}"
             continue
@@ -172,11 +163,11 @@ def write_sweep_reports(
     sweep_dir = Path(sweep_dir)
     rules = list(rules_dirs)
     record = load_record(sweep_dir)
-    reports = step_reports(sweep_dir, record, rediagnose, rules, progress)
-    compares = knee_comparisons(sweep_dir, record, rules, progress)
-    model = build_sweep_report(record, reports, compares, str(sweep_dir.resolve()))
     formats = formats or list(FILENAMES)
-    with SafeDir.open(sweep_dir) as held:  # written through this descriptor, never by path
+    with SafeDir.open(sweep_dir) as held:  # read and written through it, never by path
+        reports = step_reports(held, record, rediagnose, rules, progress)
+        compares = knee_comparisons(held, record, rules, progress)
+        model = build_sweep_report(record, reports, compares, str(sweep_dir.resolve()))
         target = open_output(held, formats, out, FILENAMES)
         # the small reports first: on a disk that fills up, they are the ones that fit
         for fmt in sorted(formats, key=lambda f: f == "html"):

@@ -283,7 +283,7 @@ def test_compare_finds_a_sweep_steps_own_figures(tmp_path):
         (tmp_path / s["bundle"]).mkdir(parents=True)
     f = step_figures(tmp_path / steps[1]["bundle"])
     assert f is not None and f["qps"] == 70.0 and f["p99_ms"] == 40.0
-    assert f["source"] == "sweep step, 2 users (sweep.json)"
+    assert f["source"] == f"sweep step, 2 users ({tmp_path / 'sweep.json'})"
     assert step_figures(tmp_path / steps[2]["bundle"]) is None  # the step has no figures
     assert step_figures(tmp_path / "steps") is None  # not a step's bundle
     other = tmp_path.parent / f"{tmp_path.name}-elsewhere" / "b"
