@@ -26,7 +26,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -436,23 +435,47 @@ def _stop_all(running: list[Collector]) -> None:
             c.stop()
 
 
+#: How long the collectors' conversions may take in all: each gets ``timeout=30`` for its
+#: helpers; one still going past this is abandoned and marked failed, so a capture always ends.
+FINISH_DEADLINE_S = 90.0
+
+
 def _finish_collectors(
-    ctx: CaptureContext, running: list[Collector], records: dict[str, CollectorRecord]
+    ctx: CaptureContext,
+    running: list[Collector],
+    records: dict[str, CollectorRecord],
+    deadline_s: float = FINISH_DEADLINE_S,
 ) -> bool:
-    """Let the stopped collectors convert their outputs into the bundle, side by side: perf's
-    ``perf script`` spends seconds loading a large library's symbols (libtorch: 2.3 s) in a
-    process of its own while the scheduler trace is converted (a torch service without load:
-    finish 4.7-5.5 -> 2.8-3.5 s; docs/performance.md). False when the disk filled up
-    meanwhile."""
-    if not running:
-        return True
-    with ThreadPoolExecutor(len(running), thread_name_prefix="diagnose-finish") as pool:
-        done = [pool.submit(_finish_one, ctx, c) for c in running]
-        results = [f.result() for f in done]
+    """Let the stopped collectors convert their outputs into the bundle, side by side (perf
+    script loads a large library's symbols in a process of its own while the scheduler trace
+    is converted), each on a daemon thread joined until the deadline. False when the disk
+    filled up meanwhile."""
+    results: dict[str, tuple[CollectorRecord, bool]] = {}
+
+    def run(c: Collector) -> None:
+        results[c.name] = _finish_one(ctx, c)
+
+    threads = [
+        threading.Thread(target=run, args=(c,), name=f"diagnose-finish {c.name}", daemon=True)
+        for c in running
+    ]
+    for t in threads:
+        t.start()
+    end = time.monotonic() + deadline_s
+    for t in threads:
+        t.join(max(0.0, end - time.monotonic()))
     room = True
-    for c, (record, full) in zip(running, results, strict=True):
-        records[c.name] = record
-        room = room and not full
+    for c in running:
+        got = results.get(c.name)
+        if got is None:
+            reason = (
+                f"did not finish converting its output within {deadline_s:g} s and was "
+                "abandoned; what it wrote may be incomplete"
+            )
+            records[c.name] = CollectorRecord(c.name, CollectorStatus.FAILED, reason)
+            continue
+        records[c.name] = got[0]
+        room = room and not got[1]
     return room
 
 

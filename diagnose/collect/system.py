@@ -23,6 +23,7 @@ import psutil
 from diagnose import __version__
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
 from diagnose.collect.base import CaptureContext, Collector
+from diagnose.collect.mapped import open_regular
 from diagnose.collect.procfs import parse_cpu_list
 from diagnose.collect.proctree import outbound_peers
 
@@ -293,7 +294,7 @@ def interpreter_runtime(pid: int, elf_path: str | None) -> dict[str, Any] | None
         return None
     sym_value = sym_size = None
     try:
-        with open(path, "rb") as fh:
+        with os.fdopen(open_regular(path), "rb") as fh:
             elf = ELFFile(fh)
             for secname in (".dynsym", ".symtab"):
                 sec = elf.get_section_by_name(secname)

@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from diagnose.collect.mapped import open_mapped, parse_dev
 from diagnose.formats import x86
 
 MAX_IPS = 512  # distinct sampled user-space IPs whose code is copied (the hottest)
@@ -46,10 +47,16 @@ class MapEntry:
     perms: str
     offset: int
     path: str  # "" for anonymous memory; "[vdso]", "/x.so (deleted)" as the kernel says
+    dev: int = 0  # the mapped file's device and inode, as the maps line says
+    inode: int = 0
 
     @property
     def file_backed(self) -> bool:
         return self.path.startswith("/") and not self.path.endswith(" (deleted)")
+
+    def open(self, pid: int) -> int:
+        """A descriptor of the very file mapped here (collect/mapped.py); OSError if none."""
+        return open_mapped(pid, self.start, self.end, self.path, self.dev, self.inode)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -76,7 +83,8 @@ def parse_maps(text: str) -> list[MapEntry]:
         if "x" not in parts[1]:
             continue
         path = parts[5].strip() if len(parts) > 5 else ""
-        out.append(MapEntry(lo, hi, parts[1], offset, path))
+        inode = int(parts[4]) if parts[4].isdigit() else 0
+        out.append(MapEntry(lo, hi, parts[1], offset, path, parse_dev(parts[3]), inode))
     out.sort(key=lambda m: m.start)
     return out
 
@@ -127,9 +135,11 @@ class CodeReader:
         if not m.file_backed:
             return f"the process is gone and {m.path or 'anonymous memory (JIT code)'} has no file"
         try:
-            with open(m.path, "rb") as fh:
-                fh.seek(lo - m.start + m.offset)
-                data = fh.read(hi - lo)
+            fd = m.open(self.pid)
+            try:
+                data = os.pread(fd, hi - lo, lo - m.start + m.offset)
+            finally:
+                os.close(fd)
         except OSError as exc:
             return f"cannot read {m.path}: {exc.strerror or exc}"
         return (data, "file", m) if data else f"{m.path} is shorter than its mapping"
@@ -233,18 +243,20 @@ def _line_in_cu(dwarf: Any, cu: Any, vaddr: int) -> str | None:
 
 
 def source_lines(
-    path: str, addrs: dict[int, int], deadline: float, max_cus: int = 2000
+    fd: int, addrs: dict[int, int], deadline: float, max_cus: int = 2000
 ) -> dict[int, str]:
     """``{runtime address: file offset}`` -> ``{runtime address: "file.c:LINE"}`` from the
-    DWARF line table of the ELF file ``path``; what is not found is left out."""
+    DWARF line table of the ELF file open at ``fd`` (closed here); what is not found is
+    left out."""
     from elftools.common.exceptions import ELFError
     from elftools.elf.elffile import ELFFile
 
     out: dict[int, str] = {}
+    fh = os.fdopen(fd, "rb")
     try:
-        if os.path.getsize(path) > SRCLINE_MAX_FILE:
-            return out
-        with open(path, "rb") as fh:
+        with fh:
+            if os.fstat(fh.fileno()).st_size > SRCLINE_MAX_FILE:
+                return out
             elf = ELFFile(fh)
             if not elf.has_dwarf_info() or elf.get_section_by_name(".debug_line") is None:
                 return out
@@ -274,7 +286,7 @@ def source_lines(
 
 
 def lookup_source_lines(
-    code: dict[int, CodeAt], order: list[int], wanted: set[int]
+    pid: int, code: dict[int, CodeAt], order: list[int], wanted: set[int]
 ) -> dict[int, str]:
     """Source lines of the instructions at the ``wanted`` addresses (those that write a line
     other threads write too: the only ones a report names), hottest IP first, at most
@@ -284,7 +296,7 @@ def lookup_source_lines(
     interpreter's ceval.c that took 1-2 s of CPU and ~50 MB on the NumPy service when every
     hot IP was looked up."""
     deadline = time.monotonic() + SRCLINE_SECONDS
-    per_file: dict[str, dict[int, int]] = {}
+    per_file: dict[tuple[int, int, str], tuple[MapEntry, dict[int, int]]] = {}
     chosen = 0
     for ip in order:
         c = code.get(ip)
@@ -296,13 +308,15 @@ def lookup_source_lines(
         m = c.mapping
         for addr in here:
             if m.start <= addr < m.end:
-                per_file.setdefault(m.path, {})[addr] = addr - m.start + m.offset
+                entry = per_file.setdefault((m.dev, m.inode, m.path), (m, {}))
+                entry[1][addr] = addr - m.start + m.offset
         chosen += 1
         if chosen >= SRCLINE_IPS:
             break
     out: dict[int, str] = {}
-    for path, addrs in per_file.items():
+    for m, addrs in per_file.values():
         if time.monotonic() > deadline:
             break
-        out.update(source_lines(path, addrs, deadline))
+        with contextlib.suppress(OSError):  # not the file mapped any more: no lines from it
+            out.update(source_lines(m.open(pid), addrs, deadline))
     return out

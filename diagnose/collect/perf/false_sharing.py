@@ -135,7 +135,7 @@ class FalseSharingCollector(PerfCollectorBase):
         finally:
             reader.close()
         need = {ip: x86.needed_regs(c.insns()) for ip, c in code.items()}
-        lines = lookup_source_lines(code, order, _shared_write_sites(read, code))
+        lines = lookup_source_lines(pid, code, order, _shared_write_sites(read, code))
         rows = _rows(read, need)
         w = ctx.writer
         with w.open_text("false_sharing/samples.csv") as fh:
