@@ -155,7 +155,19 @@ _KEY_SHAPES = re.compile(
     r"|xox[abpr]-[A-Za-z0-9\-]{10,}|xapp-[A-Za-z0-9\-]{10,}|AKIA[0-9A-Z]{16}|ASIA[0-9A-Z]{16}"
     r"|AIza[0-9A-Za-z_\-]{30,}|ya29\.[0-9A-Za-z_\-]{20,}|hf_[A-Za-z0-9]{20,}"
     r"|npm_[A-Za-z0-9]{30,}|pypi-[A-Za-z0-9_\-]{40,}"
+    r"|SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}"
     r"|eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]*)"
+)
+#: a private key block (PEM, OpenSSH, PGP): its body, up to its END line or the text's end
+_KEY_BLOCK = re.compile(
+    r"(?P<begin>-----BEGIN (?P<label>(?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----)"
+    r".*?(?:(?P<end>-----END (?P=label)-----)|\Z)",
+    re.S,
+)
+#: webhook URLs whose path is the credential (Slack, Discord)
+_WEBHOOK = re.compile(
+    r"(?P<base>https?://(?:hooks\.slack\.com/(?:services|workflows|triggers)"
+    r"|(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks))/(?P<rest>[^\s\"'<>]+)"
 )
 _OPTION = re.compile(r"^(?P<name>-{1,2}[A-Za-z0-9][\w.\-]*)(?P<sep>=)(?P<value>.*)$", re.S)
 _ASSIGN = re.compile(r"^(?P<name>[A-Za-z_][\w.\-]*)(?P<sep>=)(?P<value>.*)$", re.S)
@@ -227,6 +239,9 @@ def redact_text(text: str) -> str:
             return m.group(0)
         return f"{m.group('scheme')}{REDACTED}@"
 
+    if "-----BEGIN " in text:
+        text = _KEY_BLOCK.sub(lambda m: f"{m.group('begin')}{REDACTED}{m.group('end') or ''}", text)
+    text = _WEBHOOK.sub(lambda m: f"{m.group('base')}/{REDACTED}", text)
     text = _JSON_PAIR.sub(json_pair, text)
     text = _URL_USERINFO_GREEDY.sub(
         lambda m: f"{m.group('scheme')}{m.group('user')}:{REDACTED}@", text
@@ -323,7 +338,8 @@ def _takes_secret(arg: str) -> bool:
     """An option or header name whose value is the next argument."""
     if arg in _SHORT_SECRET_OPTIONS:
         return True
-    if arg.startswith("-") and "=" not in arg and len(arg) > 2 and is_secret_name(arg):
+    option_like = arg.startswith("-") and not any(c.isspace() for c in arg)  # not a PEM block
+    if option_like and "=" not in arg and len(arg) > 2 and is_secret_name(arg):
         return arg.lstrip("-") != ""
     return bool(_HEADER_NAME.match(arg)) and is_secret_name(arg[:-1])
 

@@ -31,7 +31,7 @@ from diagnose import __version__
 from diagnose.bundle.sections import CaptureInfo
 from diagnose.bundle.writer import DIR_MODE, BundleWriter
 from diagnose.collect.base import CaptureOptions
-from diagnose.collect.redact import redact_argv
+from diagnose.collect.redact import redact_argv, redact_text
 from diagnose.collect.session import CaptureResult, capture, validate_options
 from diagnose.collect.target import check_trace_access, resolve_target
 from diagnose.errors import DiagnoseError, LoadGeneratorError, OutputError, TargetError, UsageError
@@ -156,7 +156,7 @@ class Sweep:
                 "command": redact_argv(
                     [str(p.load.locustfile)] if p.load.kind == "locust" else list(p.load.template)
                 ),
-                "host": p.load.host,
+                "host": redact_text(p.load.host) if p.load.host else p.load.host,
             },
             "steps_requested": list(p.steps),
             "step_duration_s": self.driver.window(p.step_duration),

@@ -37,6 +37,11 @@ SECRETS = {
     "argv url password": "pg-S3cr3t-Pw",
     "argv query key": "q-key-7a6b5c4d3e",
     "argv header": "hdr-X9y8Z7w6V5",
+    "argv pem key": "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC",
+    "argv openssh key": "b3BlbnNzaC1rZXktdjEAAAAABG5vbmU",
+    "argv sendgrid": "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",
+    "argv slack webhook": "T01ABCDEF/B02GHIJKL/sLaCkWeBhOoKsEcReT24",
+    "argv discord webhook": "987654321098765432/dIsCoRdWeBhOoKtOkEn-_42",
     "env openai": "sk-proj-ENVabcdefghijklmnop",
     "env aws": "AWSenvSECRETkey1234567890",
     "env database url": "db-env-pw-0987",
@@ -55,6 +60,12 @@ def service_argv(seconds: float) -> list[str]:
         f"--db=postgres://svc:{s['argv url password']}@db.internal:5432/app",
         f"--model-url=https://models.internal/m.onnx?api_key={s['argv query key']}",
         "--header", f"X-Api-Key: {s['argv header']}",
+        "--tls", f"-----BEGIN PRIVATE KEY-----\n{s['argv pem key']}\n-----END PRIVATE KEY-----\n",
+        "--ssh", f"-----BEGIN OPENSSH PRIVATE KEY-----\n{s['argv openssh key']}\n"
+        "-----END OPENSSH PRIVATE KEY-----",
+        "--mail", s["argv sendgrid"],
+        "--alerts", f"https://hooks.slack.com/services/{s['argv slack webhook']}",
+        "--alerts", f"https://discord.com/api/webhooks/{s['argv discord webhook']}",
         "--workers", "2",
     ]  # fmt: skip
 

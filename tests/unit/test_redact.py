@@ -69,7 +69,38 @@ LEAKED_ON_8E0DE8B = {
 }
 
 
-@pytest.mark.parametrize("argv", LEAKED_ON_8E0DE8B.values(), ids=LEAKED_ON_8E0DE8B.keys())
+# -- issue 40, finding 7: these leaked on 41b1513
+LEAKED_ON_41B1513 = {
+    "PEM private key": [
+        "serve",
+        "--tls",
+        "-----BEGIN PRIVATE KEY-----\nS3CRETvalue\n-----END PRIVATE KEY-----",
+    ],
+    "RSA key, no END": ["serve", "-----BEGIN RSA PRIVATE KEY----- S3CRETvalue"],
+    "OpenSSH key": [
+        "sh",
+        "-c",
+        "echo '-----BEGIN OPENSSH PRIVATE KEY-----\nS3CRETvalue\n-----END OPENSSH PRIVATE KEY-----' > k",
+    ],
+    "PGP key block": [
+        "x",
+        "-----BEGIN PGP PRIVATE KEY BLOCK-----\nS3CRETvalue\n-----END PGP PRIVATE KEY BLOCK-----",
+    ],
+    "SendGrid": ["mailer", "SG.S3CRETvalueAbCdEfGh.S3CRETvalueIjKlMnOpQr"],
+    "Slack webhook": ["notify", "https://hooks.slack.com/services/T0/B0/S3CRETvalue"],
+    "Discord webhook": ["notify", "--url=https://discord.com/api/webhooks/1234/S3CRETvalue"],
+    "--host URL password": [
+        "diagnose",
+        "sweep",
+        "1",
+        "--host",
+        "http://admin:S3CRETvalue@127.0.0.1:8082",
+    ],
+}
+LEAKED = {**LEAKED_ON_8E0DE8B, **LEAKED_ON_41B1513}
+
+
+@pytest.mark.parametrize("argv", LEAKED.values(), ids=LEAKED.keys())
 def test_the_leaks_found_in_review_are_closed(argv):
     out = redact_argv(argv)
     assert len(out) == len(argv)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -183,3 +184,25 @@ def test_compare_ignores_a_record_over_the_size_cap(tmp_path):
     with (sweep / "sweep.json").open("r+b") as fh:
         fh.truncate(64 * 1024 * 1024)
     assert step_figures(bundle) is None
+
+
+def test_the_host_url_password_is_redacted_in_the_record(tmp_path):
+    # GIVEN diagnose sweep --host http://admin:S3cret@... (issue 40, finding 4)
+    from diagnose.collect.base import CaptureOptions
+    from diagnose.sweep.plan import DEFAULT_SETTING, parse_load
+    from diagnose.sweep.runner import Sweep, SweepPlan
+
+    host = "http://admin:S3cretPw42@127.0.0.1:8082"
+    plan = SweepPlan(
+        out=tmp_path / "sweep",
+        load=parse_load(f"{sys.executable} -c pass {{users}} {{duration}} {{host}}", host=host),
+        steps=(1,),
+        settings=[DEFAULT_SETTING],
+        options=CaptureOptions(),
+        pid=os.getpid(),
+        command=["diagnose", "sweep", str(os.getpid()), "--host", host],
+    )
+    rec = Sweep(plan)._new_record()
+    # THEN neither the load's host nor diagnose's own command line holds the password
+    assert rec["load"]["host"] == "http://admin:***@127.0.0.1:8082"
+    assert "S3cretPw42" not in json.dumps(rec)
