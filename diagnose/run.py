@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import subprocess
 import threading
@@ -37,7 +38,7 @@ from diagnose.collect.base import CaptureOptions
 from diagnose.collect.redact import redact_argv
 from diagnose.collect.session import CaptureResult, capture, validate_options
 from diagnose.errors import OutputError, TargetError, UsageError
-from diagnose.spawn import spawn
+from diagnose.spawn import end_orphans, reap_orphans, spawn
 
 #: The guard: exits quietly on "done", else (diagnose died: EOF) stops the command's group.
 _GUARD = (
@@ -45,6 +46,9 @@ _GUARD = (
     'kill -TERM "-$1" 2>/dev/null; sleep 2; kill -KILL "-$1" 2>/dev/null; exit 0'
 )
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: in the environment of every command diagnose launches, and so of what it starts: marks
+#: the orphans diagnose adopts as its own commands' (spawn.end_orphans)
+LAUNCH_ENV = ("DIAGNOSE_LAUNCHED_BY", f"{os.getpid()}-{secrets.token_hex(4)}")
 
 
 @dataclass(frozen=True)
@@ -95,7 +99,14 @@ class RunResult:
 
 
 class LaunchedCommand:
-    """The user's command, started in its own session and guarded against our death."""
+    """The user's command, started in its own session and guarded against our death.
+
+    diagnose is the subreaper of what the commands start: a descendant that left the group
+    (fork, ``setsid``, fork) is adopted by diagnose when its parent exits, and stopped with
+    the last command still running (:func:`diagnose.spawn.end_orphans`)."""
+
+    _live = 0
+    _live_lock = threading.Lock()
 
     def __init__(
         self,
@@ -141,6 +152,7 @@ class LaunchedCommand:
         cwd: str | Path | None,
         pass_fds: Sequence[int],
     ) -> None:
+        reap_orphans()
         try:
             self.proc = spawn(
                 self.argv,
@@ -148,7 +160,7 @@ class LaunchedCommand:
                 ptracer=True,  # diagnose's py-spy and perf may read it under Yama too
                 stdout=stdout,
                 stderr=stderr,
-                env=None if env is None else dict(env),
+                env={**(os.environ if env is None else env), LAUNCH_ENV[0]: LAUNCH_ENV[1]},
                 cwd=None if cwd is None else str(cwd),
                 pass_fds=tuple(pass_fds),
             )
@@ -159,6 +171,9 @@ class LaunchedCommand:
         except OSError as exc:
             raise TargetError(f"cannot start {self.argv[0]!r}: {exc.strerror or exc}") from None
         self.pgid = self.proc.pid  # a session leader leads its own process group
+        with LaunchedCommand._live_lock:
+            LaunchedCommand._live += 1
+        self._counted = True
         self._start_guard()
 
     @property
@@ -239,6 +254,16 @@ class LaunchedCommand:
                 continue
         return out
 
+    def _end_orphans(self) -> None:
+        """Once no command of diagnose's runs any more, stop the processes they left."""
+        with LaunchedCommand._live_lock:
+            if getattr(self, "_counted", False):
+                self._counted = False
+                LaunchedCommand._live -= 1
+            last = LaunchedCommand._live == 0
+        if last:
+            end_orphans("=".join(LAUNCH_ENV))
+
     def _signal_group(self, sig: signal.Signals) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pgid, sig)
@@ -275,6 +300,7 @@ class LaunchedCommand:
                 self.ended = time.monotonic()
             code = self.proc.wait()
             self._release_guard()
+            self._end_orphans()
         finally:
             if blocked:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
