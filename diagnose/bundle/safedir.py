@@ -146,11 +146,11 @@ class SafeDir:
     def private(cls, path: str | Path) -> SafeDir:
         """A directory of ours alone that outlives this process (a cache): created (0700)
         with its parents if missing, else used only if our effective user owns it and its
-        mode is 0700 (it may hold files: only we can have put them there). Never reached
-        through a link at its last step. Raises :class:`UnsafeDirectory` or OSError."""
-        path = Path(path)
-        os.makedirs(path.parent, mode=DIR_MODE, exist_ok=True)
-        parent_fd = os.open(path.parent, _DIR_FLAGS)
+        mode is 0700 (it may hold files: only we can have put them there). Reached from ``/``
+        one component at a time (:func:`open_trusted_path`), never through a link at its
+        last step. Raises :class:`UnsafeDirectory` or OSError."""
+        path = Path(os.path.abspath(path))
+        parent_fd = open_trusted_path(path.parent, create=True)
         try:
             created = False
             with contextlib.suppress(FileExistsError):
@@ -350,6 +350,64 @@ def read_regular(path: str | Path, limit: int, follow: bool = True) -> tuple[byt
     if len(data) > limit:
         raise ValueError(f"larger than {limit // (1024 * 1024)} MiB: not a file diagnose wrote")
     return data, st
+
+
+#: symbolic links followed on the way to a trusted directory, at most (as the kernel's 40)
+MAX_LINKS = 40
+
+
+def open_trusted_path(path: Path, create: bool) -> int:
+    """A descriptor of directory ``path`` (absolute), reached from ``/`` one component at a
+    time so that no other user can redirect it: every directory on the way is owned by root
+    or by us and writable by no one else unless sticky (``/tmp``), a symbolic link is
+    followed only when root or we own it, and missing directories are made (0700) with
+    ``create``. Raises :class:`UnsafeDirectory` naming the component, or OSError."""
+    euid = os.geteuid()
+    todo = [p for p in reversed(str(path).split("/")) if p not in ("", ".")]
+    fd = os.open("/", _DIR_FLAGS)
+    links, where = 0, "/"
+    try:
+        _check_trusted_dir(os.fstat(fd), where, euid)
+        while todo:
+            name = todo.pop()
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(name, DIR_MODE, dir_fd=fd)
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            where = os.path.join(where, name)
+            if stat.S_ISLNK(st.st_mode):
+                links += 1
+                if st.st_uid not in (0, euid) or links > MAX_LINKS:
+                    raise UnsafeDirectory(
+                        errno.EPERM, f"{where} is a link of uid {st.st_uid}: not followed"
+                    )
+                target = os.readlink(name, dir_fd=fd)
+                todo.extend(p for p in reversed(target.split("/")) if p not in ("", "."))
+                if target.startswith("/"):
+                    os.close(fd)
+                    fd, where = os.open("/", _DIR_FLAGS), "/"
+                continue
+            sub = os.open(name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = sub
+            _check_trusted_dir(os.fstat(fd), where, euid)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _check_trusted_dir(st: os.stat_result, where: str, euid: int) -> None:
+    open_to_others = st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX
+    if st.st_uid not in (0, euid) or open_to_others:
+        raise UnsafeDirectory(
+            errno.EPERM,
+            f"{where} belongs to uid {st.st_uid} or others may write to it: not used",
+        )
 
 
 def write_all(fd: int, data: bytes) -> None:

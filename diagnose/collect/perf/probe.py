@@ -29,7 +29,6 @@ import os
 import re
 import shutil
 import signal
-import stat
 import subprocess
 import tempfile
 import threading
@@ -38,6 +37,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
+from diagnose.bundle.safedir import SafeDir, write_all
 from diagnose.formats.perf_regs import USER_REGS_OPTION
 from diagnose.formats.perf_stat import parse_stat
 from diagnose.resources import cache_dir
@@ -388,57 +388,39 @@ def _cache_key(perf: str | None) -> dict[str, Any]:
     }
 
 
-def _private_dir(path: str) -> bool:
-    """Is ``path`` a real directory owned by us and writable by nobody else?"""
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022
+#: a cached probe is a few KiB
+CACHE_MAX_BYTES = 256 * 1024
 
 
 def read_cache(perf: str | None, path: str | None = None) -> PerfCapabilities | None:
-    """The cached probe for this host and user, if there is a fresh one (never raises)."""
+    """The cached probe for this host and user, if there is a fresh one (never raises). Read
+    only from a directory of ours alone (:meth:`SafeDir.private`), never through a link."""
     path = path or cache_path()
-    if not _private_dir(os.path.dirname(path)):
-        return None
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        with os.fdopen(fd, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            if st.st_uid != os.geteuid() or st.st_size > 256 * 1024:
-                return None
-            doc = json.loads(fh.read().decode("utf-8"))
+        with SafeDir.private(os.path.dirname(path)) as held:
+            raw = held.read_bytes(os.path.basename(path), limit=CACHE_MAX_BYTES + 1)
+        if len(raw) > CACHE_MAX_BYTES:
+            return None
+        doc = json.loads(raw.decode("utf-8"))
         if not isinstance(doc, dict) or doc.get("key") != _cache_key(perf):
             return None
         age = time.time() - float(doc["written"])
         if not 0 <= age <= CACHE_MAX_AGE:
             return None
         caps = PerfCapabilities.from_dict(doc["caps"])
-    except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
+    except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError, RecursionError):
         return None
     return dataclasses.replace(caps, cached_s=age)
 
 
 def write_cache(caps: PerfCapabilities, path: str | None = None) -> None:
     """Keep ``caps`` for the next captures (best effort: a cache that cannot be written is
-    no cache). The file is created 0600 in a 0700 directory of ours, never through a link."""
+    no cache): 0600, replaced whole, in a 0700 directory of ours, never through a link."""
     path = path or cache_path()
-    directory = os.path.dirname(path)
-    with contextlib.suppress(OSError):
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-    if not _private_dir(directory):
-        return
     doc = {"key": _cache_key(caps.perf), "written": time.time(), "caps": caps.to_dict()}
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh)
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+    data = json.dumps(doc).encode("utf-8")
+    with contextlib.suppress(OSError), SafeDir.private(os.path.dirname(path)) as held:
+        held.write_atomic(os.path.basename(path), lambda fd: write_all(fd, data))
 
 
 def cached_probe() -> PerfCapabilities:
