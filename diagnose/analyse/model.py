@@ -202,6 +202,9 @@ class Analysis:
     oncpu: dict[str, Any] = field(default_factory=dict)
     locks: list[dict[str, Any]] = field(default_factory=list)
     flames: dict[str, list[tuple[Stack, float]]] = field(default_factory=dict)
+    #: the on-CPU category (a stage, or a kernel type) of each (thread, stack) of the
+    #: ``cpu`` flame view: what an export labels its samples with
+    cpu_stages: dict[tuple[int, Stack], str] = field(default_factory=dict)
     series: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 

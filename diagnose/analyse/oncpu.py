@@ -141,6 +141,7 @@ def _shares(ctx: Context, total: float, native: bool) -> None:
         "descriptions": {c.name: c.description for c in frames.categories},
     }
     ctx.out.flames["cpu"] = list(flame.items())
+    ctx.out.cpu_stages = {(s.tid, s.stack): s.category for s in ctx.oncpu}
 
 
 def _preprocess_threads(ctx: Context, by_thread: Mapping[int, float]) -> None:
