@@ -22,6 +22,7 @@ COMMANDS = {
     "compare": "diagnose.cli.compare",
     "demo": "diagnose.cli.demo",
     "doctor": "diagnose.cli.doctor",
+    "export": "diagnose.cli.export",
     "report": "diagnose.cli.report",
     "rules": "diagnose.cli.rules_cmd",
     "run": "diagnose.cli.run",
@@ -72,5 +73,6 @@ def main() -> None:
     diagnose report BUNDLE     re-render a bundle's report (after editing rules, say)
     diagnose compare OLD NEW   what changed between two bundles or reports (one change)
     diagnose sweep PID --load  stepped load test: the knee, a verdict per step, capacity
+    diagnose export BUNDLE     its flame views as pprof or speedscope files
     diagnose demo              run it all on a bundled sample workload
     """
