@@ -60,11 +60,12 @@ class _Tables:
 
 
 def libraries(profile: FlatProfile) -> list[str]:
-    """The libraries the frames name, the main binary first (pprof's convention)."""
-    seen = dict.fromkeys(
-        parse_frame(f).library for s in profile.samples for f in s.stack if parse_frame(f).library
-    )
-    return sorted(seen, key=lambda lib: lib != profile.main_binary)  # stable: else first seen first
+    """The libraries the frames name, after the main binary (pprof's first mapping, which
+    viewers name the profile after, even where no frame of it was seen)."""
+    libs = dict.fromkeys([profile.main_binary] if profile.main_binary else [])
+    for s in profile.samples:
+        libs.update(dict.fromkeys(parse_frame(f).library for f in s.stack))
+    return [lib for lib in libs if lib]
 
 
 def encode_pprof(profile: FlatProfile) -> bytes:

@@ -193,3 +193,18 @@ def test_nothing_is_written_when_a_view_fails_to_encode(tmp_path, monkeypatch):
         export_bundle(bundle, "pprof", tmp_path / "out")
     # THEN no file at all: the views are encoded before any is written
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+
+
+@pytest.mark.skipif(shutil.which("go") is None, reason="go (golang-go) is not installed")
+def test_go_tool_pprof_reads_it(exported):
+    _bundle, out, _flames = exported
+    res = subprocess.run(
+        ["go", "tool", "pprof", "-raw", str(out / "cpu.pb.gz")],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert "PeriodType: cpu nanoseconds" in res.stdout
+    assert "samples/count cpu/nanoseconds[dflt]" in res.stdout
+    assert "thread_role:[handler-*]" in res.stdout
+    assert "handle /work/main/samples/lock_contention.py:32" in res.stdout
+    assert "Mappings\n1: 0x0/0x0/0x0 python3.11" in res.stdout
