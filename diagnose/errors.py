@@ -1,13 +1,17 @@
 """One error type for everything a user can cause or fix, carrying its exit code.
 
 The CLI turns a :class:`DiagnoseError` into a one-line message on stderr and the exit code
-below; anything else is a bug (exit code ``INTERNAL``). The codes are documented in the
-README and are part of the stable interface.
+below; anything else is a bug (exit code ``INTERNAL``). The codes are part of the stable
+interface: the README's table is generated from :data:`MEANINGS` (``python -m
+diagnose.errors README.md``; a test keeps it current).
 """
 
 from __future__ import annotations
 
+import re
+import sys
 from enum import IntEnum
+from pathlib import Path
 
 
 def one_line(exc: BaseException, limit: int = 200) -> str:
@@ -30,6 +34,51 @@ class ExitCode(IntEnum):
     BUSY = 9  # another diagnose capture of the same process is running
     LOAD_GENERATOR = 10  # sweep: the load generator is missing, or failed at the first step
     INTERRUPTED = 130  # Ctrl-C or SIGTERM outside a capture (128 + SIGINT, as shells do)
+
+
+#: What each code means to a user, one table row each: the README's table is made of these.
+MEANINGS: dict[ExitCode, str] = {
+    ExitCode.OK: "success",
+    ExitCode.INTERNAL: "internal error (a bug in diagnose: please report it with the traceback)",
+    ExitCode.USAGE: "bad arguments, a PID that is not a positive whole number among them "
+    "(`diagnose attach abc`)",
+    ExitCode.NO_TARGET: "no such process, it exited before the capture, or the ID given is a "
+    "thread's rather than its process's; for `run`: the command could not be started or "
+    "exited during the warm-up",
+    ExitCode.PERMISSION: "not permitted to trace the process (run as root, add `CAP_SYS_PTRACE`)",
+    ExitCode.PARTIAL: "a bundle was written but is partial (the target exited, a collector failed)",
+    ExitCode.OUTPUT: "the output directory is not writable, or exists and is not an empty "
+    "directory you own with mode 0700 (or is a symbolic link); the disk is full, or the disk "
+    "budget was hit",
+    ExitCode.BAD_INPUT: "a bundle is missing, corrupt, or of a newer schema; a load stats file "
+    "given to compare cannot be read",
+    ExitCode.BAD_RULES: "a rule file is invalid (`diagnose rules check`)",
+    ExitCode.BUSY: "another capture of the same process is running",
+    ExitCode.LOAD_GENERATOR: "`sweep`: the load generator is not installed or not on PATH, or "
+    "it failed at the first step",
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C, SIGTERM) outside a capture, e.g. during `run`'s "
+    "warm-up (an interrupted capture ends normally: its bundle and report are written)",
+}
+
+#: the README's generated table sits between these two lines
+TABLE_BEGIN = "<!-- exit-codes: generated from diagnose/errors.py by `python -m diagnose.errors README.md` -->"
+TABLE_END = "<!-- /exit-codes -->"
+
+
+def exit_code_table() -> str:
+    """The README's exit-code table (Markdown), one row per :class:`ExitCode`."""
+    rows = ["| code | meaning |", "|---|---|"]
+    rows += [f"| {int(code)} | {MEANINGS[code].replace('|', chr(92) + '|')} |" for code in ExitCode]
+    return "\n".join(rows) + "\n"
+
+
+def with_exit_code_table(readme: str) -> str:
+    """``readme`` with the text between its table markers replaced by :func:`exit_code_table`."""
+    pattern = re.compile(re.escape(TABLE_BEGIN) + r"\n.*?" + re.escape(TABLE_END), re.S)
+    if not pattern.search(readme):
+        raise ValueError(f"the README has no {TABLE_BEGIN!r} ... {TABLE_END!r} section")
+    block = f"{TABLE_BEGIN}\n{exit_code_table()}{TABLE_END}"
+    return pattern.sub(lambda _m: block, readme, count=1)
 
 
 class DiagnoseError(Exception):
@@ -73,3 +122,16 @@ class Busy(DiagnoseError):
 
 class LoadGeneratorError(DiagnoseError):
     exit_code = ExitCode.LOAD_GENERATOR
+
+
+def main(argv: list[str]) -> None:
+    """``python -m diagnose.errors [README.md]``: print the table, or rewrite it in place."""
+    if not argv:
+        sys.stdout.write(exit_code_table())
+        return
+    path = Path(argv[0])
+    path.write_text(with_exit_code_table(path.read_text(encoding="utf-8")), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

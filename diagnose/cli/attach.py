@@ -23,7 +23,7 @@ from diagnose.report import parse_formats
 
 
 @main.command()
-@click.argument("pid", type=int)
+@click.argument("pid", type=click.IntRange(min=1))  # not a PID: bad arguments (exit 2)
 @bundle_out_option
 @capture_options
 @after_capture_options

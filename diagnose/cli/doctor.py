@@ -11,7 +11,7 @@ from diagnose.doctor import diagnose_host, render_text
 
 
 @main.command()
-@click.argument("pid", type=int, required=False)
+@click.argument("pid", type=click.IntRange(min=1), required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
 def doctor(pid: int | None, as_json: bool) -> None:
     """Check what diagnose can measure here, and for PID if given, with the fix for each gap.

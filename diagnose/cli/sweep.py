@@ -32,7 +32,7 @@ def _target(target: tuple[str, ...], run: bool) -> tuple[int | None, tuple[str, 
                 "--run needs the command after --: diagnose sweep --run ... -- CMD ARGS"
             )
         return None, target
-    if len(target) != 1 or not target[0].isdigit():
+    if len(target) != 1 or not target[0].isdigit() or int(target[0]) == 0:
         raise UsageError(
             "give the service's PID (diagnose sweep PID --load ...), or --run -- CMD ARGS to "
             "start it"
