@@ -48,8 +48,8 @@ MEANINGS: dict[ExitCode, str] = {
     ExitCode.PERMISSION: "not permitted to trace the process (run as root, add `CAP_SYS_PTRACE`)",
     ExitCode.PARTIAL: "a bundle was written but is partial (the target exited, a collector failed)",
     ExitCode.OUTPUT: "the output directory is not writable, or exists and is not an empty "
-    "directory you own with mode 0700 (or is a symbolic link); the disk is full, or the disk "
-    "budget was hit",
+    "directory you own that no one else may write (or is a symbolic link), every reason on "
+    "one line; the disk is full, or the disk budget was hit",
     ExitCode.BAD_INPUT: "a bundle is missing, corrupt, or of a newer schema; a load stats file "
     "given to compare cannot be read",
     ExitCode.BAD_RULES: "a rule file is invalid (`diagnose rules check`)",

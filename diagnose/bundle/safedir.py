@@ -8,8 +8,9 @@ can be swapped for a symlink between two uses; a file descriptor cannot. So:
 - :meth:`SafeDir.create` makes an output directory (a bundle) and opens it once. A new
   directory is created by ``mkdir`` (which fails if anything is there) relative to its
   parent's descriptor, opened with ``O_NOFOLLOW`` and checked on the descriptor: owned by us,
-  mode 0700. An existing one is used only if the caller owns it, its mode is 0700 and it is
-  empty: then nobody else can have planted anything inside, nor can they later.
+  mode 0700. An existing one is used only if the caller owns it, no one else may write it
+  (no group or other write bit: a plain ``mkdir``'s 0755 qualifies) and it is empty: then
+  nobody else can have planted anything inside; it is made 0700, so nor can they later.
 - :meth:`SafeDir.open` opens an existing directory once (a bundle to read, a report's
   ``-o``), following the path as the user gave it, once.
 - Everything below is reached from those descriptors: member directories with
@@ -94,9 +95,10 @@ class SafeDir:
     @classmethod
     def create(cls, path: str | Path, fallback_suffix: bool = False) -> SafeDir:
         """An output directory only the caller can write: created now (0700), or an existing
-        empty one the caller owns with mode 0700. ``fallback_suffix``: when ``path`` exists,
-        create ``path-XXXXXXXX`` (random) instead (the default bundle name is predictable).
-        Raises :class:`UnsafeDirectory` for an existing directory that does not qualify."""
+        empty one the caller owns and no one else may write (then made 0700).
+        ``fallback_suffix``: when ``path`` exists, create ``path-XXXXXXXX`` (random) instead
+        (the default bundle name is predictable). Raises :class:`UnsafeDirectory` for an
+        existing directory that does not qualify, naming every reason at once."""
         path = Path(path)
         name = path.name
         if name in ("", ".", ".."):
@@ -133,7 +135,7 @@ class SafeDir:
                     ) from None
                 raise
             try:
-                _check_private(fd, parent / name, must_be_empty=True, fix_mode=created)
+                _check_output(fd, parent / name, created)
             except BaseException:
                 os.close(fd)
                 raise
@@ -438,3 +440,33 @@ def _check_private(fd: int, where: Path, must_be_empty: bool, fix_mode: bool) ->
         )
     if must_be_empty and os.listdir(fd):
         raise UnsafeDirectory(errno.ENOTEMPTY, f"{where} exists and is not empty")
+
+
+def _check_output(fd: int, where: Path, created: bool) -> None:
+    """The directory open at ``fd`` may hold a bundle: we just made it (``created``), or it
+    is ours, empty, and no one else may write it. Every problem is named in one message;
+    an accepted directory is made 0700 (the umask may have taken bits, or it was 0755)."""
+    st = os.fstat(fd)
+    if not stat.S_ISDIR(st.st_mode):
+        raise UnsafeDirectory(errno.ENOTDIR, f"{where} is not a directory")
+    problems: list[tuple[int, str]] = []
+    if not created:
+        if st.st_uid != os.geteuid():
+            problems.append(
+                (errno.EPERM, f"it belongs to uid {st.st_uid}, not to you (uid {os.geteuid()})")
+            )
+        mode = stat.S_IMODE(st.st_mode)
+        # with POSIX ACLs the group bits are the mask: no group write bit, no ACL entry writes
+        if mode & (stat.S_IWGRP | stat.S_IWOTH):
+            problems.append((errno.EPERM, f"others may write to it (mode {mode:04o})"))
+        entries = len(os.listdir(fd))
+        if entries:
+            noun = "entry" if entries == 1 else "entries"
+            problems.append((errno.ENOTEMPTY, f"it is not empty ({entries} {noun})"))
+    if problems:
+        reasons = "; ".join(text for _, text in problems)
+        raise UnsafeDirectory(
+            problems[0][0],
+            f"{where} exists and cannot hold the bundle: {reasons}",
+        )
+    os.fchmod(fd, DIR_MODE)

@@ -2,7 +2,7 @@
 disk budget.
 
 The bundle directory is created by :class:`~diagnose.bundle.safedir.SafeDir` (new and 0700,
-or an existing empty one the caller owns with mode 0700) and held open: every member is
+or an existing empty one the caller owns and no one else may write, made 0700) and held open: every member is
 reached from that descriptor, never by re-walking a path someone else could change (see
 ``safedir.py``). Every file is created readable by its owner only (0600, directories
 0700): a bundle holds stacks, paths and command lines of a production service. JSON
@@ -51,7 +51,7 @@ def output_error(path: Path | str, exc: OSError) -> OutputError:
     if isinstance(exc, UnsafeDirectory):
         return OutputError(
             f"{exc}: diagnose writes only into a directory it creates, or an empty one you "
-            "own with mode 0700; choose a new --out"
+            "own that no one else may write; choose a new --out"
         )
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return OutputError(

@@ -48,7 +48,7 @@ bundle_out_option = click.option(
     default=None,
     callback=bundle_dir_callback,
     help="Bundle directory to create (default: ./diagnose-PID-TIMESTAMP); an existing one "
-    "must be empty, yours and mode 0700.",
+    "must be empty, yours, and writable by you alone (it is made 0700).",
 )
 
 

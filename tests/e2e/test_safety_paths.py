@@ -168,14 +168,14 @@ def test_an_out_directory_another_user_owns_is_refused(tmp_path, service):
     assert list(out.iterdir()) == []
 
 
-@pytest.mark.parametrize("case", ["mode 0755", "not empty", "a symlink"])
+@pytest.mark.parametrize("case", ["mode 0775", "not empty", "a symlink"])
 def test_an_out_directory_that_is_not_private_and_empty_is_refused(tmp_path, service, case):
-    # GIVEN root's own directory, but open to others, holding a planted link, or a link
+    # GIVEN root's own directory, but writable by others, holding a planted link, or a link
     real = tmp_path / "real"
     real.mkdir(mode=0o700)
     out = real
-    if case == "mode 0755":
-        real.chmod(0o755)
+    if case == "mode 0775":
+        real.chmod(0o775)
     elif case == "not empty":
         (real / "manifest.json").symlink_to(tmp_path / "victim")
     else:
@@ -198,6 +198,18 @@ def test_an_empty_private_out_directory_is_used(tmp_path, service):
     res = run_cli("attach", str(service.pid), "-d", "2", "-o", str(out), "--format", "json")
     assert res.returncode in (0, 5), res.stderr
     assert json.loads((out / "manifest.json").read_text())["state"] == "complete"
+
+
+def test_an_empty_out_directory_only_root_may_write_is_used(tmp_path, service):
+    # GIVEN a plain mkdir of root's: empty, 0755 (others may read, not write)
+    out = tmp_path / "plain"
+    out.mkdir()
+    out.chmod(0o755)
+    res = run_cli("attach", str(service.pid), "-d", "2", "-o", str(out), "--format", "json")
+    # THEN the bundle is written there, and the directory is made 0700 like a new one
+    assert res.returncode in (0, 5), res.stderr
+    assert json.loads((out / "manifest.json").read_text())["state"] == "complete"
+    assert stat.S_IMODE(out.stat().st_mode) == 0o700
 
 
 def test_the_default_bundle_name_cannot_be_planted(tmp_path, service):

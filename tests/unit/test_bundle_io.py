@@ -57,14 +57,14 @@ def test_a_new_directory_is_private_whatever_the_umask(tmp_path):
     assert stat.S_IMODE(st_.st_mode) == 0o700 and st_.st_uid == os.geteuid()
 
 
-@pytest.mark.parametrize("case", ["mode 0750", "not empty", "a symlink", "a file"])
+@pytest.mark.parametrize("case", ["mode 0770", "mode 0757", "not empty", "a symlink", "a file"])
 def test_an_existing_path_that_is_not_an_empty_private_directory_is_refused(tmp_path, case):
     target = tmp_path / "out"
     real = tmp_path / "real"
     real.mkdir(mode=0o700)
-    if case == "mode 0750":
+    if case.startswith("mode"):
         target.mkdir(mode=0o700)
-        target.chmod(0o750)
+        target.chmod(int(case.split()[1], 8))  # group or others may write
     elif case == "not empty":
         target.mkdir(mode=0o700)
         (target / "x").write_text("")
@@ -80,10 +80,46 @@ def test_an_existing_path_that_is_not_an_empty_private_directory_is_refused(tmp_
     assert stat.S_IMODE(real.stat().st_mode) == 0o700 and list(real.iterdir()) == []
 
 
-def test_an_empty_private_directory_is_used(tmp_path):
-    (tmp_path / "out").mkdir(mode=0o700)
+@pytest.mark.parametrize("mode", [0o700, 0o755, 0o750, 0o500])
+def test_an_empty_directory_only_we_may_write_is_used_and_made_private(tmp_path, mode):
+    # GIVEN an empty directory of ours that no one else may write (a plain mkdir: 0755)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out").chmod(mode)
+    # WHEN it is the output directory THEN it is used, and made 0700 like a new bundle
     d = SafeDir.create(tmp_path / "out")
     assert os.path.samestat(os.fstat(d.fd), (tmp_path / "out").stat())
+    assert stat.S_IMODE((tmp_path / "out").stat().st_mode) == 0o700
+
+
+def test_every_problem_of_an_output_directory_is_named_at_once(tmp_path):
+    # GIVEN a directory that is both open to others and not empty
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out").chmod(0o777)
+    (tmp_path / "out" / "a").write_text("")
+    (tmp_path / "out" / "b").write_text("")
+    # WHEN it is the output directory THEN one line names both, and it is left as it was
+    with pytest.raises(UnsafeDirectory) as info:
+        SafeDir.create(tmp_path / "out")
+    text = str(info.value)
+    assert "others may write to it (mode 0777)" in text and "not empty (2 entries)" in text
+    assert "\n" not in text
+    assert stat.S_IMODE((tmp_path / "out").stat().st_mode) == 0o777
+
+
+@pytest.mark.skipif(not is_root(), reason="needs root to chown")
+def test_another_users_open_full_directory_gets_all_three_reasons(tmp_path):
+    # GIVEN nobody's world-writable directory holding a file
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "planted").write_text("")
+    (tmp_path / "out").chmod(0o777)
+    os.chown(tmp_path / "out", 65534, 65534)
+    # WHEN root is told to write there THEN every reason is given, in one OutputError line
+    with pytest.raises(OutputError) as info:
+        BundleWriter.create(tmp_path / "out")
+    text = str(info.value)
+    for reason in ("belongs to uid 65534", "others may write", "not empty (1 entry)"):
+        assert reason in text, text
+    assert "\n" not in text
 
 
 @pytest.mark.skipif(not is_root(), reason="needs root to chown")
