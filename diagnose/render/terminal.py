@@ -30,17 +30,25 @@ _COLORS = {
 }
 
 
+#: the most of one field shown: far beyond any finding's text, it only keeps a hostile
+#: bundle from flooding the terminal; the text is wrapped, never cut to the width
+TEXT_LIMIT = 4000
+
+
 def _width() -> int:
-    return max(60, min(120, shutil.get_terminal_size((100, 24)).columns - 1))
+    # the terminal's width, capped at 120 for reading; a narrow one still gets 40 columns
+    return max(40, min(120, shutil.get_terminal_size((100, 24)).columns - 1))
 
 
 def _wrap(text: str, first: str, rest: str, width: int) -> list[str]:
+    """``text`` over as many lines as it takes: no word is cut or dropped (one longer than
+    the line, a path, overflows it whole)."""
     return textwrap.wrap(
         text,
         width=width,
         initial_indent=first,
         subsequent_indent=rest,
-        break_long_words=True,
+        break_long_words=False,
         break_on_hyphens=False,
     ) or [first.rstrip()]
 
@@ -62,24 +70,32 @@ def render_summary(
         lines[0] = service[0]  # the service's verdict first; the busiest worker's below
         lines += service[1:] + _wrap(f"the busiest worker's: {head}", "  ", "  ", width)
     t = report["target"]
-    lines.append(
+    lines += _wrap(
         plain(
-            f"  target PID {t.get('pid')} ({t.get('comm')}), {cap.get('duration_actual') or 0:.1f} s, "
+            f"target PID {t.get('pid')} ({t.get('comm')}), {cap.get('duration_actual') or 0:.1f} s, "
             f"{ended(cap.get('ended_by'))}",
+            TEXT_LIMIT,
+        ),
+        "  ",
+        "  ",
+        width,
+    )
+    lines += _wrap(plain(tool_cost(cap), TEXT_LIMIT), "  ", "  ", width)
+    if not (report.get("bundle") or {}).get("complete", True):
+        lines += _wrap(
+            "the capture did not finish: the report uses what was recorded until then",
+            "  ",
+            "  ",
             width,
         )
-    )
-    lines.append(plain(f"  {tool_cost(cap)}", width))
-    if not (report.get("bundle") or {}).get("complete", True):
-        lines.append("  the capture did not finish: the report uses what was recorded until then")
     if t.get("note"):
-        lines += _wrap(plain(t["note"], 1200), "  ", "  ", width)
+        lines += _wrap(plain(t["note"], TEXT_LIMIT), "  ", "  ", width)
     lines += _wrap(_unexplained(v), "  ", "  ", width)
     u = v.get("uncertain")
     if u:
         lines += _wrap(
             f"uncertain between {plain(v['primary'], 40)} and {plain(u.get('category'), 40)}: "
-            f"{plain(u.get('separate_by'), 400)}",
+            f"{plain(u.get('separate_by'), TEXT_LIMIT)}",
             "  ",
             "  ",
             width,
@@ -114,14 +130,14 @@ def _service_lines(report: Report, width: int) -> list[str]:
         head = f"Verdict: none of the service's {len(workers)} workers could be judged"
     lines = [head]
     if sv:
-        lines += _wrap(plain(sv.get("summary"), 600), "  ", "    ", width)
+        lines += _wrap(plain(sv.get("summary"), TEXT_LIMIT), "  ", "    ", width)
         if sv.get("uneven_text"):
-            lines += _wrap(plain(sv["uneven_text"], 600), "  ", "    ", width)
+            lines += _wrap(plain(sv["uneven_text"], TEXT_LIMIT), "  ", "    ", width)
     if isinstance(s.get("tool_cpu_cores"), (int, float)):
-        text = f"  diagnose used {s['tool_cpu_cores']:.2f} cores for the {len(workers)} captures"
+        text = f"diagnose used {s['tool_cpu_cores']:.2f} cores for the {len(workers)} captures"
         if isinstance(s.get("tool_cpu_window_cores"), (int, float)):
             text += f", {s['tool_cpu_window_cores']:.2f} while their windows were open"
-        lines.append(text)
+        lines += _wrap(text, "  ", "    ", width)
     for w in workers:
         if w.get("primary"):
             kind = f"/{plain(w['kind'])}" if w.get("kind") else ""
@@ -131,7 +147,8 @@ def _service_lines(report: Report, width: int) -> list[str]:
             text += " (below)" if w.get("this") else f" (workers/{w.get('pid')}/)"
         else:
             text = (
-                f"PID {w.get('pid')}: not judged: {plain(w.get('reason') or w.get('status'), 300)}"
+                f"PID {w.get('pid')}: not judged: "
+                f"{plain(w.get('reason') or w.get('status'), TEXT_LIMIT)}"
             )
         lines += _wrap(text, "  ", "    ", width)
     return lines
@@ -143,7 +160,7 @@ def _finding_lines(report: Report, width: int) -> list[str]:
     lines: list[str] = []
     main = [f for f in report["findings"] if not f.get("advisory")][:3]
     if not main:
-        lines += _wrap(plain(v["headline"], 400), "  ", "  ", width)
+        lines += _wrap(plain(v["headline"], TEXT_LIMIT), "  ", "  ", width)
     for i, f in enumerate(main, 1):
         kind = "/" + plain(f["kind"]) if f.get("kind") else ""
         lines += _wrap(
@@ -152,12 +169,12 @@ def _finding_lines(report: Report, width: int) -> list[str]:
             "   ",
             width,
         )
-        lines += _wrap(plain(f["summary"], 400), "   evidence: ", "      ", width)
+        lines += _wrap(plain(f["summary"], TEXT_LIMIT), "   evidence: ", "      ", width)
         if f.get("fixes"):
-            lines += _wrap(plain(f["fixes"][0], 400), "   first fix: ", "      ", width)
+            lines += _wrap(plain(f["fixes"][0], TEXT_LIMIT), "   first fix: ", "      ", width)
     for f in [f for f in report["findings"] if f.get("advisory")][:2]:
         lines += _wrap(
-            f"{plain(f['title'])}: {plain(f['summary'], 200)}", "   also: ", "      ", width
+            f"{plain(f['title'])}: {plain(f['summary'], TEXT_LIMIT)}", "   also: ", "      ", width
         )
     return lines
 
@@ -171,7 +188,8 @@ def _not_measured_lines(report: Report, width: int) -> list[str]:
         lines.append("Not measured:")
         for n in missing:
             lines += _wrap(
-                f"{plain(n['collector'], 100)} ({plain(n['status'], 40)}): {plain(n['reason'], 300)}",
+                f"{plain(n['collector'], 100)} ({plain(n['status'], 40)}): "
+                f"{plain(n['reason'], TEXT_LIMIT)}",
                 "  - ",
                 "    ",
                 width,

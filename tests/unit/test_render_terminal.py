@@ -89,3 +89,42 @@ def test_how_the_capture_ended_is_said_in_words(report, ended_by, words):
     line = render_summary(rep, width=200).splitlines()[1]
     assert line.endswith(f"s, {words}"), line
     assert "ended by" not in line
+
+
+def _long_text(n: int, seed: str) -> str:
+    """Words of several lengths, numbered so that a dropped or cut one shows."""
+    return " ".join(f"{seed}{i}{'x' * (i % 9)}" for i in range(n)) + " (watch the last words)"
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_long_texts_wrap_to_the_width_and_keep_every_word(report, width):
+    # GIVEN findings, an advisory, a reason and diagnose's own cost far longer than a line
+    # (issue 41: "0.02 while…", "(watch…" were cut at the width or at 200-400 characters)
+    rep = copy.deepcopy(report)
+    main = [f for f in rep["findings"] if not f.get("advisory")][:1]
+    main[0]["summary"] = _long_text(120, "ev")
+    main[0]["fixes"] = [_long_text(90, "fix")]
+    advisory = dict(main[0], advisory=True, title="An advisory", summary=_long_text(60, "adv"))
+    rep["findings"] = main + [advisory]
+    rep["not_measured"] = [
+        {"collector": "perf", "status": "unavailable", "reason": _long_text(70, "why")}
+    ]
+    rep["capture"]["tool_cpu_parts"] = [
+        {"part": f"helper-{i}", "cores": 0.01 * i} for i in range(1, 4)
+    ]
+    # WHEN the summary is rendered at that width
+    out = render_summary(rep, "/b/report.html", width=width)
+    # THEN nothing is cut: no ellipsis, every word of every text there in order
+    assert "…" not in out
+    words = out.split()
+    for text in (
+        main[0]["summary"],
+        main[0]["fixes"][0],
+        advisory["summary"],
+        rep["not_measured"][0]["reason"],
+    ):
+        expected = text.split()
+        start = words.index(expected[0])
+        assert words[start : start + len(expected)] == expected
+    assert "helper-3 0.03" in out  # the cost line's last part, once cut at the width
+    assert all(len(ln) <= width for ln in out.splitlines())
