@@ -105,7 +105,7 @@ def test_long_texts_wrap_to_the_width_and_keep_every_word(report, width):
     main[0]["summary"] = _long_text(120, "ev")
     main[0]["fixes"] = [_long_text(90, "fix")]
     advisory = dict(main[0], advisory=True, title="An advisory", summary=_long_text(60, "adv"))
-    rep["findings"] = main + [advisory]
+    rep["findings"] = [*main, advisory]
     rep["not_measured"] = [
         {"collector": "perf", "status": "unavailable", "reason": _long_text(70, "why")}
     ]
