@@ -38,7 +38,10 @@ class ExitCode(IntEnum):
 
 #: What each code means to a user, one table row each: the README's table is made of these.
 MEANINGS: dict[ExitCode, str] = {
-    ExitCode.OK: "success",
+    ExitCode.OK: "success; also for a process that is not Python, whose capture is complete "
+    "without py-spy: its verdict rests on native stacks and thread states alone, which the "
+    "summary's second line and the reports' tops say (`report.json`: `target.is_python` is "
+    "false)",
     ExitCode.INTERNAL: "internal error (a bug in diagnose: please report it with the traceback)",
     ExitCode.USAGE: "bad arguments, a PID that is not a positive whole number among them "
     "(`diagnose attach abc`)",

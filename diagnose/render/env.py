@@ -13,7 +13,7 @@ from functools import lru_cache
 import jinja2
 
 from diagnose.escape import md_finalize
-from diagnose.render.text import ended, tool_cost
+from diagnose.render.text import ended, native_only, tool_cost
 from diagnose.resources import templates_dir
 
 
@@ -30,4 +30,5 @@ def environment(autoescape: bool) -> jinja2.Environment:
     )
     env.globals["ended"] = ended  # plain text: the templates escape it as they show it
     env.globals["tool_cost"] = tool_cost  # plain text too
+    env.globals["native_only"] = native_only  # plain text too
     return env

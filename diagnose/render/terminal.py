@@ -16,7 +16,7 @@ import click
 
 from diagnose.escape import term
 from diagnose.render.schema import Report, VerdictSection
-from diagnose.render.text import ended, plain, tool_cost
+from diagnose.render.text import ended, native_only, plain, tool_cost
 
 _COLORS = {
     "preprocess": "magenta",
@@ -69,6 +69,9 @@ def render_summary(
     if service:
         lines[0] = service[0]  # the service's verdict first; the busiest worker's below
         lines += service[1:] + _wrap(f"the busiest worker's: {head}", "  ", "  ", width)
+    native = native_only(report)
+    if native:  # right under the verdict: without Python stacks it sees much less
+        lines[1:1] = _wrap(plain(native, TEXT_LIMIT), "  ", "  ", width)
     t = report["target"]
     lines += _wrap(
         plain(

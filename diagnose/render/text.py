@@ -7,10 +7,13 @@ import re
 
 # the escaping functions live in diagnose/escape.py (one per output kind); these names are
 # kept for the templates and renderers that import them from here
+from collections.abc import Mapping
+from typing import Any
+
 from diagnose.escape import md, md_code, plotly_text
 from diagnose.escape import term as plain
 
-__all__ = ["md", "md_code", "pct", "plain", "plotly_text", "short_frame"]
+__all__ = ["md", "md_code", "native_only", "pct", "plain", "plotly_text", "short_frame"]
 
 
 def short_frame(frame: object, limit: int = 120) -> str:
@@ -99,3 +102,21 @@ def _budget(plan: object) -> str:
     thinned = [str(x) for x in plan.get("thinned") or [] if isinstance(x, str)]
     lowered = f", lowered {', '.join(thinned)}" if thinned else ", no rate lowered"
     return f"; budget {budget:g} cores{lowered}"
+
+
+def native_only(report: Mapping[str, Any]) -> str:
+    """What a verdict on a process that is not Python rests on, said first by every
+    summary ('' for a Python target, or a report from before ``target.is_python``).
+    Plain text: escape it for the output format."""
+    t = report.get("target") or {}
+    if t.get("is_python") is not False:
+        return ""
+    perf = (report.get("collectors") or {}).get("perf") or {}
+    if perf.get("status") == "ok":
+        source = "native stacks (perf) and thread states (/proc) alone"
+    else:
+        source = "thread states (/proc) alone: perf's native stacks were not recorded either"
+    return (
+        f"PID {t.get('pid')} ({t.get('comm')}) is not a Python process: no Python stacks or "
+        f"GIL samples were taken, and this verdict rests on {source}"
+    )
