@@ -289,7 +289,7 @@ def report_capture(
 
     ``notes`` are extra lines for the terminal (the JSON carries the same in the report).
     """
-    if result.target.note:  # it names the wrapper by its comm, which the target chose
+    if as_json and result.target.note:  # the summary says it otherwise: not twice
         click.echo(f"diagnose: {term(result.target.note, 1200)}", err=True)
     source = result.writer.dir.dup() if result.writer is not None else result.bundle
     cut_short = _cut_short_by_disk(result)

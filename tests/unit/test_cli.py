@@ -11,11 +11,13 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
 
 from diagnose.cli import main
+from diagnose.cli.common import report_capture
 from tests.conftest import FIXTURES, ROOT
 
 NO_SUCH_PID = "4000000"  # above the kernel's pid_max: a check that regressed fails fast
@@ -169,3 +171,25 @@ def test_rules_have_json(tmp_path):
     assert res.returncode == 8
     problems = json.loads(res.stdout)["problems"]
     assert len(problems) == 1 and problems[0]["where"].startswith(str(tmp_path / "team" / "x.toml"))
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_the_target_selection_note_is_printed_once(bundle, capfd, as_json):
+    # GIVEN a capture whose target was chosen under a master (the selection's note)
+    note = "PID 5601 is a uvicorn master, with 2 workers (5606, 5607)"
+    doc = json.loads((bundle / "manifest.json").read_text())
+    doc["target"]["note"] = note
+    (bundle / "manifest.json").write_text(json.dumps(doc))
+    result = SimpleNamespace(
+        target=SimpleNamespace(note=note),
+        writer=None,
+        bundle=bundle,
+        manifest=SimpleNamespace(capture=SimpleNamespace(ended_by="duration")),
+        partial=False,
+    )
+    # WHEN its report is written and summarised (or printed as JSON)
+    report_capture(result, ["json"], (), as_json)  # type: ignore[arg-type]
+    out, err = capfd.readouterr()
+    # THEN the note reaches the terminal once: in the summary, or on stderr beside the JSON
+    said = (out if not as_json else "") + err
+    assert " ".join(said.split()).count(note) == 1, said
