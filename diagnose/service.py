@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from diagnose.bundle.writer import WORKERS_MEMBER
 from diagnose.errors import BadBundle
 from diagnose.verdict.service import WorkerVerdict, service_verdict
+from diagnose.words import count
 
 if TYPE_CHECKING:
     from diagnose.bundle.reader import Bundle
@@ -137,6 +138,6 @@ def lead_verdict(report: Mapping[str, Any]) -> dict[str, Any]:
             kind=sv.get("kind"),
             title=sv.get("title"),
             confidence=sv.get("confidence"),
-            headline=f"the service's {n} workers: {sv.get('summary')}",
+            headline=f"the service's {count(n, 'worker')}: {sv.get('summary')}",
         )
     return v

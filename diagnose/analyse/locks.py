@@ -41,6 +41,7 @@ from diagnose.analyse.model import (
     rounded,
     series_items,
 )
+from diagnose.words import count
 
 
 def top_lock_metrics(hotspots: list[Hotspot]) -> dict[str, Any]:
@@ -131,7 +132,7 @@ def _proc_hotspot(
     by_thread = grp.groupby("tid")["lock"].sum().sort_values(ascending=False).head(20)
     return Hotspot(
         key=key,
-        address=addrs[0] if key.startswith("addr:") else f"{len(addrs)} addresses",
+        address=addrs[0] if key.startswith("addr:") else count(len(addrs), "address"),
         addresses=addrs[:20],
         waiters=grp["tid"].nunique(),
         waiter_threads=[

@@ -37,6 +37,8 @@ import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from diagnose.words import count
+
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
@@ -461,8 +463,7 @@ def _check_output(fd: int, where: Path, created: bool) -> None:
             problems.append((errno.EPERM, f"others may write to it (mode {mode:04o})"))
         entries = len(os.listdir(fd))
         if entries:
-            noun = "entry" if entries == 1 else "entries"
-            problems.append((errno.ENOTEMPTY, f"it is not empty ({entries} {noun})"))
+            problems.append((errno.ENOTEMPTY, f"it is not empty ({count(entries, 'entry')})"))
     if problems:
         reasons = "; ".join(text for _, text in problems)
         raise UnsafeDirectory(

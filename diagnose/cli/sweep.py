@@ -23,6 +23,7 @@ from diagnose.report import parse_formats
 from diagnose.sweep.plan import Setting, parse_load, parse_steps, parse_vary, settings_for
 from diagnose.sweep.report import write_sweep_reports
 from diagnose.sweep.runner import Sweep, SweepPlan, sweep_is_partial
+from diagnose.words import count
 
 
 def _target(target: tuple[str, ...], run: bool) -> tuple[int | None, tuple[str, ...]]:
@@ -195,9 +196,9 @@ def sweep(
     progress = Progress()
     runner = Sweep(plan, progress, _step_printer(len(plan.settings) > 1, progress, as_json))
     click.echo(
-        f"diagnose sweep: {len(plan.steps)} steps ({', '.join(map(str, plan.steps))} users) x "
+        f"diagnose sweep: {count(len(plan.steps), 'step')} ({', '.join(map(str, plan.steps))} users) x "
         f"{runner.driver.window(step_duration):g} s after a {warmup:g} s warm-up each, "
-        f"{len(plan.settings)} setting(s), load by {plan.load.tool}; into {plan.out}",
+        f"{count(len(plan.settings), 'setting')}, load by {plan.load.tool}; into {plan.out}",
         err=True,
     )
     record = _run(runner, fmts, progress)

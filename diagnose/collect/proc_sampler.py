@@ -37,6 +37,7 @@ from diagnose.collect.procfs import (
 )
 from diagnose.collect.toolcpu import ToolCpu
 from diagnose.errors import OutputError
+from diagnose.words import count
 
 THREAD_COLUMNS = [
     "t",  # seconds since the capture started
@@ -183,7 +184,7 @@ class ProcSampler(Collector):
         self._thread.start()
 
     def progress(self) -> str:
-        return f"proc {self.ticks} ticks, {len(self.threads_seen)} threads"
+        return f"proc {count(self.ticks, 'tick')}, {count(len(self.threads_seen), 'thread')}"
 
     def stop(self) -> None:
         self._stop.set()

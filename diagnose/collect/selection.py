@@ -49,6 +49,7 @@ from dataclasses import dataclass, replace
 
 from diagnose.bundle.sections import LeftOut
 from diagnose.errors import TargetError
+from diagnose.words import count
 
 #: Executables that only start another program (by basename).
 WRAPPERS = frozenset(
@@ -251,7 +252,7 @@ def _through_wrapper(
         return _stay(root, f"{what} without a Python child", via, left)
     first = candidates[0]
     if all(runs_program_of(c, first) or c.cmdline == first.cmdline for c in candidates[1:]):
-        why = f"{what} of {len(candidates)} processes that run the same program"
+        why = f"{what} of {count(len(candidates), 'process')} that run the same program"
         return Selection("wrapper", tuple(candidates), why, tuple(left), (*via, root.pid))
     listing = "; ".join(f"{c.pid} {' '.join(c.cmdline)[:80]}" for c in candidates[:8])
     raise TargetError(
@@ -355,7 +356,7 @@ def _ports(p: ProcInfo) -> str:
 
 def _count(items: list[ProcInfo], noun: str) -> str:
     pids = ", ".join(str(p.pid) for p in items[:8]) + (", ..." if len(items) > 8 else "")
-    return f"{len(items)} {noun}{'s' if len(items) != 1 else ''} ({pids})"
+    return f"{count(len(items), noun)} ({pids})"
 
 
 # --- which workers ----------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import jinja2
 from diagnose.escape import md_finalize
 from diagnose.render.text import ended, native_only, tool_cost
 from diagnose.resources import templates_dir
+from diagnose.words import count
 
 
 @lru_cache(maxsize=2)
@@ -31,4 +32,5 @@ def environment(autoescape: bool) -> jinja2.Environment:
     env.globals["ended"] = ended  # plain text: the templates escape it as they show it
     env.globals["tool_cost"] = tool_cost  # plain text too
     env.globals["native_only"] = native_only  # plain text too
+    env.globals["count"] = count  # "1 worker", "3 workers"
     return env

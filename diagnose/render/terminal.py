@@ -17,6 +17,7 @@ import click
 from diagnose.escape import term
 from diagnose.render.schema import Report, VerdictSection
 from diagnose.render.text import ended, native_only, plain, tool_cost
+from diagnose.words import count
 
 _COLORS = {
     "preprocess": "magenta",
@@ -128,16 +129,16 @@ def _service_lines(report: Report, width: int) -> list[str]:
         head = (
             f"Verdict: {plain(sv.get('title'))}{kind}, confidence {_percent(sv.get('confidence'))}"
         )
-        head += f", for the service's {len(workers)} workers"
+        head += f", for the service's {count(len(workers), 'worker')}"
     else:
-        head = f"Verdict: none of the service's {len(workers)} workers could be judged"
+        head = f"Verdict: none of the service's {count(len(workers), 'worker')} could be judged"
     lines = [head]
     if sv:
         lines += _wrap(plain(sv.get("summary"), TEXT_LIMIT), "  ", "    ", width)
         if sv.get("uneven_text"):
             lines += _wrap(plain(sv["uneven_text"], TEXT_LIMIT), "  ", "    ", width)
     if isinstance(s.get("tool_cpu_cores"), (int, float)):
-        text = f"diagnose used {s['tool_cpu_cores']:.2f} cores for the {len(workers)} captures"
+        text = f"diagnose used {s['tool_cpu_cores']:.2f} cores for the {count(len(workers), 'capture')}"
         if isinstance(s.get("tool_cpu_window_cores"), (int, float)):
             text += f", {s['tool_cpu_window_cores']:.2f} while their windows were open"
         lines += _wrap(text, "  ", "    ", width)
@@ -201,7 +202,7 @@ def _not_measured_lines(report: Report, width: int) -> list[str]:
             ids = ", ".join(plain(n["id"], 100) for n in not_evaluated[:6])
             more = f" and {len(not_evaluated) - 6} more" if len(not_evaluated) > 6 else ""
             lines += _wrap(
-                f"{len(not_evaluated)} rules could not be evaluated: {ids}{more}",
+                f"{count(len(not_evaluated), 'rule')} could not be evaluated: {ids}{more}",
                 "  - ",
                 "    ",
                 width,

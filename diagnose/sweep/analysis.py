@@ -32,6 +32,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from diagnose.words import count
+
 GAIN_SHARE = 0.25
 P99_BEND_SHARE = 0.5
 ERROR_LIMIT = 0.01
@@ -108,7 +110,7 @@ def _f(x: float | None, digits: int = 0) -> str:
 
 def users_text(n: int | None) -> str:
     """'1 user', '4 users'."""
-    return f"{n} user" if n == 1 else f"{n} users"
+    return count(n, "user")
 
 
 def _knee_at(status: str, text: str, index: int, p: StepPoint) -> Knee:

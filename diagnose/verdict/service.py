@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from diagnose.words import count
+
 #: the weight, in cores, of a worker that used (almost) no CPU or whose CPU was not measured
 MIN_WEIGHT = 0.01
 #: one worker doing this share of the judged workers' CPU, with the service busy
@@ -107,7 +109,7 @@ def _summary(
 ) -> str:
     cores = sum(w.cpu_cores or 0.0 for w in agreeing)
     all_cores = sum(w.cpu_cores or 0.0 for w in judged)
-    text = f"{top} in {len(agreeing)} of {len(judged)} workers judged"
+    text = f"{top} in {len(agreeing)} of {count(len(judged), 'worker')} judged"
     text += f" ({cores:.2f} of {all_cores:.2f} cores)"
     others = [w for w in judged if w.primary != top]
     if others:

@@ -1,9 +1,11 @@
 """Message templates in rule files: ``"{lock_top_waiters} threads waited {lock_top_wait_s:.1f} s"``.
 
 Only ``{metric}`` and ``{metric:SPEC}`` with SPEC one of ``.Nf``, ``.N%``, ``.Ng``, ``d``
-(N a digit or two) are allowed: no attribute access, indexing, conversions or nested
-fields, so a template can never reach into Python objects the way ``str.format`` can.
-A metric that was not measured renders as ``n/a``.
+(N a digit or two), or ``count NOUN`` after one of those or alone (a count and its noun
+agreeing: ``{app_threads_busy:count application thread}`` -> "1 application thread", "4
+application threads"; ``{x:.0f count thread}``) are allowed: no
+attribute access, indexing, conversions or nested fields, so a template can never reach into
+Python objects the way ``str.format`` can. A metric that was not measured renders as ``n/a``.
 """
 
 from __future__ import annotations
@@ -15,8 +17,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from diagnose.words import count
+
 MAX_TEMPLATE = 2000
 _SPEC = re.compile(r"^(?:\.\d{1,2}[f%g]|d|)$")
+_COUNT = re.compile(r"^(?:(\.\d{1,2}[fg]|d) )?count ([a-z][a-z -]{0,39}[a-z])$")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 
 
@@ -43,6 +48,9 @@ class Template:
 
 
 def format_value(v: Any, spec: str = "") -> str:
+    m = _COUNT.match(spec)
+    if m:  # the noun agrees with the number as shown
+        return count(format_value(v, m.group(1) or ""), m.group(2))
     if v is None:
         return "n/a"
     if isinstance(v, bool):
@@ -85,8 +93,10 @@ def compile_template(source: str, known: Mapping[str, Any] | None = None) -> Tem
                 f"{{{field}}} is not a plain metric name (no attributes, indexes or expressions)"
             )
         spec = spec or ""
-        if "{" in spec or not _SPEC.match(spec):
-            raise TemplateError(f"format {spec!r} in {{{field}}} is not allowed (use .1f, .0%, d)")
+        if "{" in spec or not (_SPEC.match(spec) or _COUNT.match(spec)):
+            raise TemplateError(
+                f"format {spec!r} in {{{field}}} is not allowed (use .1f, .0%, d, count NOUN)"
+            )
         if known is not None and field not in known:
             raise TemplateError(f"unknown metric {field!r} in message")
         parts.append((literal, field, spec))

@@ -12,7 +12,8 @@ from tests.conftest import ROOT
 PACKAGE = ROOT / "diagnose"
 #: what the analysis may import from diagnose: the bundle it reads and the parsers of its files
 ANALYSE_MAY_IMPORT = ("diagnose.analyse", "diagnose.bundle", "diagnose.formats",
-                      "diagnose.errors", "diagnose.resources", "diagnose.tomlfile")  # fmt: skip
+                      "diagnose.errors", "diagnose.resources", "diagnose.tomlfile",
+                      "diagnose.words")  # fmt: skip
 
 
 def _module(path: Path) -> str:

@@ -51,7 +51,7 @@ def test_what_could_not_be_measured(report):
     out = render_summary(rep, width=100)
     assert "Not measured:" in out
     assert "  - perf (unavailable): perf is not installed" in out
-    assert "1 rules could not be evaluated: memory.bandwidth" in out
+    assert "1 rule could not be evaluated: memory.bandwidth" in out  # not "1 rules"
 
 
 def test_no_escape_sequence_reaches_the_terminal(report):
