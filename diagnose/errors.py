@@ -54,7 +54,8 @@ MEANINGS: dict[ExitCode, str] = {
     "directory you own that no one else may write (or is a symbolic link), every reason on "
     "one line; the disk is full, or the disk budget was hit",
     ExitCode.BAD_INPUT: "a bundle is missing, corrupt, or of a newer schema; a load stats file "
-    "given to compare cannot be read",
+    "given to compare, a sweep's record or a report.json cannot be read or is malformed; "
+    "`export`: the bundle holds no stacks",
     ExitCode.BAD_RULES: "a rule file is invalid (`diagnose rules check`)",
     ExitCode.BUSY: "another capture of the same process is running",
     ExitCode.LOAD_GENERATOR: "`sweep`: the load generator is not installed or not on PATH, or "
