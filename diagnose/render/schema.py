@@ -180,7 +180,17 @@ REPORT = Obj(
             Obj({"collector": STR, "status": STR, "reason": STR, "impact": STR})
         ),
         "threads": _OBJS,
-        "roles": _OBJS,
+        "roles": ListOf(
+            Obj(
+                {
+                    "role": STR,
+                    "threads": INT,
+                    "busy_threads": NUM,
+                    "shares": DictOf(Opt(NUM)),
+                },
+                required=frozenset({"role", "shares"}),
+            )
+        ),
         "locks": _OBJS,
         "oncpu": DictOf(ANY),
         "gil": Obj({"holders": ListOf(_Share()), "sites": ListOf(_Share())}),

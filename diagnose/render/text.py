@@ -30,9 +30,9 @@ def short_frame(frame: object, limit: int = 120) -> str:
 def pct(x: object, digits: int = 0) -> str:
     """A share (0..1) as a percentage; ``n/a`` when it was not measured; a share too small
     to show at this precision is ``<1%`` (or ``<0.1%``), not ``0%``."""
-    if x is None:
+    if not isinstance(x, (int, float)) or isinstance(x, bool) or x != x:
         return "n/a"
-    v = float(x) * 100  # type: ignore[arg-type]
+    v = float(x) * 100
     text = f"{v:.{digits}f}"
     if v > 0 and float(text) == 0:
         return f"<{10.0**-digits:.{digits}f}%"
