@@ -223,7 +223,9 @@ def _thread_intervals(
         map_distinct(df["stack_id"], lambda sid: kinds.get(sid) if sid in kinds else None),
         index=df.index,
     )
-    df["client"] = (stack_kind == "client").to_numpy()
+    # waiting on a connection it accepted is waiting on its own client, whatever the frame
+    accepted = column(df, "sock", "").fillna("").astype(str).eq("in")
+    df["client"] = ((stack_kind == "client") | accepted).to_numpy()
     # waiting for one's own clients is idle (client-bound), never a dependency
     leaf_kind = stack_kind.where(stack_kind != "client", "idle")
     has_py = df["tid"].isin(data.python_tids)
@@ -337,6 +339,9 @@ def classify_waits(
         in_gil = futex & (addr >= gil[0]) & (addr < gil[1])
     lk = TextCodes(leaf_kind)
     idle, io = lk.eq("idle"), lk.eq("io")
+    # the kernel's word on a socket wait (collect/sockwait.py) outranks the frame's name
+    sock = TextCodes(column(df, "sock", "").fillna("").astype(str))
+    on_socket = sc.isin(calls.io) | sc.isin(calls.poll)
     conds = [
         state.eq("T", "t"),
         state.eq("D"),
@@ -347,6 +352,8 @@ def classify_waits(
         futex & has_py,
         futex,
         sc.isin(calls.accept),
+        on_socket & sock.eq("out"),
+        on_socket & sock.eq("in"),
         sc.isin(calls.io) & idle,
         sc.isin(calls.io),
         sc.isin(calls.poll) & io,
@@ -354,8 +361,8 @@ def classify_waits(
         sc.isin(calls.sleep),
         state.eq("R"),
     ]
-    choices = ["other", "io", "gil", "idle", "io", "lock", "other", "idle", "idle", "idle", "io",
-               "io", "idle", "idle", "runnable"]  # fmt: skip
+    choices = ["other", "io", "gil", "idle", "io", "lock", "other", "idle", "idle", "io", "idle",
+               "idle", "io", "io", "idle", "idle", "runnable"]  # fmt: skip
     return select_text(conds, choices, "other", df.index)
 
 

@@ -35,6 +35,7 @@ from diagnose.collect.procfs import (
     parse_status,
     parse_syscall,
 )
+from diagnose.collect.sockwait import WaitedSockets
 from diagnose.collect.toolcpu import ToolCpu
 from diagnose.errors import OutputError
 from diagnose.words import count
@@ -58,6 +59,9 @@ THREAD_COLUMNS = [
     "vcsw",  # voluntary context switches, cumulative (read at a lower rate: empty between)
     "ivcsw",  # involuntary context switches, cumulative
     "migrations",  # moves between CPUs, cumulative (needs CONFIG_SCHED_DEBUG)
+    # blocked on a TCP socket (read, or poll/select/epoll over a set holding it): "out" a
+    # connection it made (a dependency), "in" one it accepted (its client); "" neither
+    "sock",
 ]
 PROCESS_COLUMNS = [
     "t",
@@ -78,6 +82,8 @@ PROCESS_COLUMNS = [
 CPU_COLUMNS = ["t", "cpu", "busy_jiffies", "total_jiffies"]
 
 _SLOW_EVERY = 5  # status and sched are read every 5th tick
+#: the target's sockets and TCP table are read again at most this often (collect/sockwait.py)
+SOCKETS_MAX_AGE_S = 1.0
 _FAST_FILES = ("stat", "schedstat", "syscall", "wchan")
 
 
@@ -170,6 +176,7 @@ class ProcSampler(Collector):
         self._tool_marked = 0.0  # monotonic time the window's parts were first read
         self.tool_parts: dict[str, float] = {}  # CPU-s by part over the window (toolcpu.py)
         self.tool_parts_span = 0.0
+        self._waits: WaitedSockets | None = None
 
     def probe(self, ctx: CaptureContext) -> str | None:
         if not os.path.isdir(f"/proc/{ctx.target.pid}/task"):
@@ -210,6 +217,7 @@ class ProcSampler(Collector):
         files: dict[int, _ThreadFiles] = {}
         no_fd_tids: set[int] = set()
         host = HostScan(pid)
+        self._waits = WaitedSockets(pid, max_age=SOCKETS_MAX_AGE_S)
         next_scan = 0.0
         with (
             w.open_rows("proc/threads.csv", THREAD_COLUMNS) as tw,
@@ -361,6 +369,7 @@ class ProcSampler(Collector):
             syscall: object = ""
             arg0 = ""
             wchan = ""
+            sock = ""
             if st.state != "R":
                 sc_text = tf.read("syscall") if tf is not None else None
                 if sc_text is None and tf is None:
@@ -368,6 +377,8 @@ class ProcSampler(Collector):
                 if sc_text:
                     nr, arg0 = parse_syscall(sc_text)
                     syscall = "" if nr is None else nr
+                    if self._waits is not None:
+                        sock = self._waits.of_thread(tid, sc_text.strip())
                 wc = tf.read("wchan") if tf is not None else _read_file(f"{base}/{tid}/wchan")
                 if wc and wc != "0":
                     wchan = wc.strip()
@@ -400,6 +411,7 @@ class ProcSampler(Collector):
             vcsw,
             ivcsw,
             migrations,
+            sock,
         ]
 
     def finish(self, ctx: CaptureContext, timeout: float) -> CollectorRecord:

@@ -21,6 +21,7 @@ from collections.abc import Callable
 import psutil
 
 from diagnose.collect.selection import ProcInfo
+from diagnose.collect.sockwait import WaitedSockets, socket_descriptors, tcp_table
 from diagnose.collect.tasks import read_task, schedstats, task_ids
 
 MAX_PROCESSES = 256
@@ -97,23 +98,10 @@ def _tcp_address(hex_addr: str) -> str:
         return hex_addr
 
 
-def _tcp_table(pid: int) -> dict[int, tuple[str, int, str]]:
-    """Inode -> (state, local port, remote address) of every TCP socket in ``pid``'s network
-    namespace."""
-    out: dict[int, tuple[str, int, str]] = {}
-    for name in ("tcp", "tcp6"):
-        for line in _read(f"/proc/{pid}/net/{name}").splitlines()[1:]:
-            f = line.split()
-            if len(f) > 9:
-                with contextlib.suppress(ValueError):
-                    out[int(f[9])] = (f[3], int(f[1].rpartition(":")[2], 16), f[2])
-    return out
-
-
 def tcp_sockets(pid: int) -> dict[int, tuple[str, int]]:
     """Inode -> (state, local port) of every TCP socket in ``pid``'s network namespace
     (state as /proc/net/tcp writes it: '01' established, '0A' listening)."""
-    return {i: (state, port) for i, (state, port, _) in _tcp_table(pid).items()}
+    return {i: (state, port) for i, (state, port, _) in tcp_table(pid).items()}
 
 
 def _waited_socket(pid: int, tid: int) -> int | None:
@@ -171,11 +159,12 @@ def outbound_peers(pid: int) -> list[dict[str, object]] | None:
     """The peers of ``pid``'s outbound TCP connections, now: established sockets it holds
     whose local port is not one it listens on (a connection it accepted has its listening
     port; one it opened, an ephemeral port), by peer address, with the number of its
-    threads blocked in a system call on one of them. At most :data:`MAX_PEERS`, the most
+    threads blocked in a system call on one of them (reading it, or polling a set that holds
+    it: collect/sockwait.py). At most :data:`MAX_PEERS`, the most
     waited on first. None: its descriptors could not be read (it exited, or no access)."""
     if not os.access(f"/proc/{pid}/fd", os.R_OK | os.X_OK):
         return None
-    table = _tcp_table(pid)
+    table = tcp_table(pid)
     held = socket_inodes(pid)
     listening = {table[i][1] for i in held if i in table and table[i][0] == "0A"}
     peer_of = {
@@ -187,10 +176,10 @@ def outbound_peers(pid: int) -> list[dict[str, object]] | None:
         return []
     sockets = Counter(peer_of.values())
     waiting: Counter[str] = Counter()
-    for tid in task_ids(pid):
-        on = peer_of.get(_waited_socket(pid, tid) or -1)
-        if on is not None:
-            waiting[on] += 1
+    waits = WaitedSockets(pid)
+    for tid in task_ids(pid):  # recv on one, or poll/select/epoll over several
+        peers = {peer_of[i] for i in waits.inodes(read_task(pid, tid, "syscall")) if i in peer_of}
+        waiting.update(peers)
     ranked = sorted(sockets, key=lambda a: (-waiting.get(a, 0), -sockets[a], a))
     return [
         {"peer": a, "connections": sockets[a], "threads_waiting": waiting.get(a, 0)}
@@ -200,17 +189,7 @@ def outbound_peers(pid: int) -> list[dict[str, object]] | None:
 
 def socket_inodes(pid: int) -> set[int]:
     """Inodes of the sockets ``pid`` holds descriptors of (the first MAX_FDS descriptors)."""
-    out: set[int] = set()
-    try:
-        fds = os.listdir(f"/proc/{pid}/fd")
-    except OSError:
-        return out
-    for fd in fds[:MAX_FDS]:
-        with contextlib.suppress(OSError):
-            link = os.readlink(f"/proc/{pid}/fd/{fd}")
-            if link.startswith("socket:["):
-                out.add(int(link[8:-1]))
-    return out
+    return set(socket_descriptors(pid).values())
 
 
 def thread_waits(pid: int) -> list[str]:

@@ -106,3 +106,39 @@ def test_client_waits_are_counted_per_interval():
     per = tt.per_thread.set_index("tid").loc[1]
     assert per["io"] == pytest.approx(0.5, abs=0.11)
     assert per["idle"] == pytest.approx(0.5, abs=0.11)
+
+
+# --- the kernel's direction of the socket (collect/sockwait.py: the "sock" column) ----------
+
+POLL = 7  # x86_64
+#: a user's own client code with a socket timeout: CPython waits in poll(), and no frame of a
+#: known library says it is a socket read
+OWN_CLIENT = (
+    f"Thread._bootstrap ({LIB}/threading.py:995)",
+    "worker (svc.py:40)",
+    "fetch (svc.py:22)",
+)
+
+
+def _waiting(stack: tuple[str, ...], syscall: int, sock: str) -> dict:
+    rows, iv = [], []
+    for tid in range(1, 9):
+        rows += ticks(tid, [0.0] * 11, state="S", syscall=syscall, sock=sock)
+        iv.append((tid, 0.0, 1.0, 0))
+    return analyse_data(bundle_data(rows, iv, {0: stack}), FR).metrics
+
+
+def test_a_poll_on_a_connection_the_service_made_is_a_dependency_whatever_the_frames():
+    m = _waiting(OWN_CLIENT, POLL, "out")
+    assert m["busy_share_io"] > 0.9 and m["idle_share_client"] == 0.0
+
+
+def test_near_miss_the_same_poll_without_the_kernels_word_stays_waiting_for_work():
+    m = _waiting(OWN_CLIENT, POLL, "")
+    assert m["busy_share_io"] == 0.0
+
+
+def test_a_read_on_a_connection_the_service_accepted_is_its_client_even_under_a_client_frame():
+    m = _waiting(DEPENDENCY, RECVFROM, "in")
+    assert m["busy_share_io"] == 0.0
+    assert m["idle_share_client"] == pytest.approx(1.0, abs=0.02)

@@ -1,0 +1,191 @@
+"""Which sockets a blocked thread waits on, and which way they face.
+
+A thread blocked in ``recv``/``read`` names its descriptor in its first argument; one blocked
+in ``poll``/``select``/``epoll_wait`` (a socket with a timeout, an HTTP client, an event
+loop) names a list of them in memory: ``poll``'s ``pollfd`` array, ``select``'s read bitmap,
+the descriptors an epoll instance watches (``/proc/PID/fdinfo``). Each descriptor that is a
+TCP socket faces one of two ways:
+
+- **in**: its local port is one the process listens on: a connection it accepted, its own
+  client (waiting on it is waiting for work);
+- **out**: an established connection from an ephemeral port: a dependency it called.
+
+The kernel says this, whatever the code's names. Reading the arrays needs ``/proc/PID/mem``
+(ptrace rights, which the capture has); nothing here stops the target.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import struct
+import time
+
+from diagnose.formats.syscalls import IO_CALLS, TABLES
+
+#: descriptors read from one poll array or select bitmap, at most
+MAX_POLLED = 256
+#: descriptors of a process read, at most
+MAX_FDS = 16384
+#: TCP states as /proc/net/tcp writes them
+ESTABLISHED, LISTEN = "01", "0A"
+
+
+def _numbers(machine: str) -> tuple[frozenset[int], dict[str, int]]:
+    table = TABLES.get(machine, {})
+    return frozenset(table[n] for n in IO_CALLS if n in table), dict(table)
+
+
+class WaitedSockets:
+    """For one process: the direction of the sockets its blocked threads wait on. The TCP
+    table and the process's descriptors are read again only on :meth:`refresh`."""
+
+    def __init__(self, pid: int, machine: str | None = None, max_age: float = 0.0) -> None:
+        self.pid = pid
+        self.io, self.calls = _numbers(machine or platform.machine())
+        waits = ("poll", "ppoll", "select", "pselect6", "epoll_wait", "epoll_pwait", "epoll_pwait2")
+        self.candidates = self.io | {self.calls[n] for n in waits if n in self.calls}
+        self.max_age = max_age
+        self._inode_of: dict[int, int] = {}  # descriptor -> socket inode
+        self._way: dict[int, str] = {}  # socket inode -> "in" | "out"
+        self._seen: dict[tuple[int, str], str] = {}  # (tid, syscall text) -> direction
+        self._read_at = 0.0
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Read the process's sockets and its network namespace's TCP table again."""
+        self._read_at = time.monotonic()
+        self._seen.clear()
+        self._inode_of = socket_descriptors(self.pid)
+        table = tcp_table(self.pid)
+        held = set(self._inode_of.values())
+        listening = {table[i][1] for i in held if i in table and table[i][0] == LISTEN}
+        self._way = {
+            i: "listen" if table[i][0] == LISTEN else "in" if table[i][1] in listening else "out"
+            for i in held
+            if i in table and table[i][0] in (ESTABLISHED, LISTEN)
+        }
+
+    def of_thread(self, tid: int, syscall_text: str) -> str:
+        """:meth:`direction` for a sampler's tick: the descriptors and the TCP table are
+        read again at most every ``max_age`` seconds, and a thread blocked in the same call
+        as at its last tick gets the same answer without reading anything."""
+        nr = syscall_text.split(None, 1)[0] if syscall_text else ""
+        if not nr.isdigit() or int(nr) not in self.candidates:
+            return ""
+        key = (tid, syscall_text)
+        if key not in self._seen:
+            if time.monotonic() - self._read_at > self.max_age:
+                self.refresh()
+            self._seen[key] = self.direction(syscall_text)
+        return self._seen[key]
+
+    def direction(self, syscall_text: str) -> str:
+        """'out' when every TCP socket the thread waits on is a connection it made (a
+        dependency); 'in' when one is a connection it accepted or a listening socket (its
+        own clients: a server's event loop polls those with its outbound ones, and may be
+        waiting for either); '' when none is a TCP socket, or they cannot be read."""
+        fds = self.descriptors(syscall_text)
+        ways = {self._way.get(self._inode_of.get(fd, -1), "") for fd in fds} - {""}
+        if not ways:
+            return ""
+        return "out" if ways == {"out"} else "in"
+
+    def inodes(self, syscall_text: str) -> list[int]:
+        """The socket inodes a thread in ``syscall_text`` waits on."""
+        return [i for fd in self.descriptors(syscall_text) if (i := self._inode_of.get(fd))]
+
+    def descriptors(self, syscall_text: str) -> list[int]:
+        """The descriptors a thread blocked in the call ``/proc/TID/syscall`` shows waits
+        on: the first argument of a read or write, the polled ones of poll/select/epoll."""
+        fields = syscall_text.split()
+        if len(fields) < 4 or not fields[0].isdigit():
+            return []
+        try:
+            nr = int(fields[0])
+            args = [int(a, 16) for a in fields[1:7]]
+        except ValueError:
+            return []
+        c = self.calls
+        if nr in self.io:
+            return [args[0]]
+        if nr in (c.get("poll"), c.get("ppoll")):
+            return self._polled(args[0], args[1])
+        if nr in (c.get("select"), c.get("pselect6")):
+            return self._selected(args[0], args[1])
+        if nr in (c.get("epoll_wait"), c.get("epoll_pwait"), c.get("epoll_pwait2")):
+            return _epoll_targets(self.pid, args[0])
+        return []
+
+    def _read_mem(self, addr: int, size: int) -> bytes:
+        with contextlib.suppress(OSError, OverflowError, ValueError):
+            fd = os.open(f"/proc/{self.pid}/mem", os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                return os.pread(fd, size, addr)
+            finally:
+                os.close(fd)
+        return b""
+
+    def _polled(self, array: int, nfds: int) -> list[int]:
+        n = min(nfds, MAX_POLLED)
+        raw = self._read_mem(array, 8 * n)  # struct pollfd { int fd; short events, revents; }
+        return [
+            fd for (fd, _e, _r) in struct.iter_unpack("=ihh", raw[: len(raw) // 8 * 8]) if fd >= 0
+        ]
+
+    def _selected(self, nfds: int, readfds: int) -> list[int]:
+        if not readfds:
+            return []
+        n = min(nfds, MAX_POLLED)
+        raw = self._read_mem(readfds, (n + 7) // 8)
+        return [i for i in range(min(n, len(raw) * 8)) if raw[i // 8] >> (i % 8) & 1]
+
+
+def tcp_table(pid: int) -> dict[int, tuple[str, int, str]]:
+    """Inode -> (state, local port, remote address) of every TCP socket in ``pid``'s network
+    namespace."""
+    out: dict[int, tuple[str, int, str]] = {}
+    for name in ("tcp", "tcp6"):
+        for line in _read(f"/proc/{pid}/net/{name}").splitlines()[1:]:
+            f = line.split()
+            if len(f) > 9:
+                with contextlib.suppress(ValueError):
+                    out[int(f[9])] = (f[3], int(f[1].rpartition(":")[2], 16), f[2])
+    return out
+
+
+def socket_descriptors(pid: int) -> dict[int, int]:
+    """Descriptor -> inode of each socket ``pid`` holds (the first MAX_FDS descriptors)."""
+    out: dict[int, int] = {}
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return out
+    for fd in fds[:MAX_FDS]:
+        with contextlib.suppress(OSError, ValueError):
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if link.startswith("socket:["):
+                out[int(fd)] = int(link[8:-1])
+    return out
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
+    except OSError:
+        return ""
+
+
+def _epoll_targets(pid: int, epfd: int) -> list[int]:
+    """The descriptors epoll instance ``epfd`` watches (``tfd:`` lines of its fdinfo)."""
+    out: list[int] = []
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/fdinfo/{epfd}") as fh:
+        for line in fh:
+            if line.startswith("tfd:"):
+                with contextlib.suppress(ValueError, IndexError):
+                    out.append(int(line.split()[1]))
+            if len(out) >= MAX_POLLED:
+                break
+    return out

@@ -1,0 +1,113 @@
+"""Which way the sockets a blocked thread waits on face (collect/sockwait.py), read from this
+very process: threads blocked in recv, in poll (a socket with a timeout), in select and in
+epoll, on a connection they made (a dependency: "out") or one the process accepted on its
+own listening port (its client: "in")."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from diagnose.collect.sockwait import WaitedSockets
+
+
+@pytest.fixture
+def pair() -> Iterator[tuple[socket.socket, socket.socket, socket.socket]]:
+    """(listening, connected from here: outbound, accepted here: inbound)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    out = socket.create_connection(listener.getsockname())
+    inbound, _ = listener.accept()
+    yield listener, out, inbound
+    for s in (out, inbound, listener):
+        s.close()
+
+
+def blocked(wait: Callable[[], object]) -> tuple[int, str]:
+    """A thread blocked in ``wait()``: (its TID, its /proc syscall line once it blocks)."""
+    tid: list[int] = []
+
+    def run() -> None:
+        tid.append(threading.get_native_id())
+        with contextlib.suppress(OSError, ValueError):
+            wait()
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    deadline = time.monotonic() + 5
+    text = ""
+    while time.monotonic() < deadline:
+        if tid:
+            text = _syscall(tid[0])
+            if text and text.split()[0].isdigit():
+                break
+        time.sleep(0.01)
+    return tid[0], text
+
+
+def _syscall(tid: int) -> str:
+    with open(f"/proc/self/task/{tid}/syscall") as fh:
+        return fh.read().strip()
+
+
+def direction_of(wait: Callable[[], object]) -> str:
+    tid, text = blocked(wait)
+    return WaitedSockets(os.getpid()).of_thread(tid, text)
+
+
+def test_a_recv_with_a_timeout_on_a_connection_made_is_out(pair):
+    _, out, _ = pair
+    out.settimeout(30)  # CPython then waits in poll(), not in recv()
+    assert direction_of(lambda: out.recv(10)) == "out"
+
+
+def test_a_plain_recv_on_a_connection_made_is_out(pair):
+    _, out, _ = pair
+    assert direction_of(lambda: out.recv(10)) == "out"
+
+
+def test_a_recv_on_an_accepted_connection_is_in(pair):
+    _, _, inbound = pair
+    inbound.settimeout(30)
+    assert direction_of(lambda: inbound.recv(10)) == "in"
+
+
+def test_select_over_outbound_sockets_only_is_out(pair):
+    _, out, _ = pair
+    assert direction_of(lambda: select.select([out], [], [], 30)) == "out"
+
+
+def test_a_loop_polling_its_listener_and_a_dependency_is_in(pair):
+    listener, out, _ = pair
+    ep = select.epoll()
+    ep.register(listener.fileno(), select.EPOLLIN)
+    ep.register(out.fileno(), select.EPOLLIN)
+    try:
+        assert direction_of(lambda: ep.poll(30)) == "in"
+    finally:
+        ep.close()
+
+
+def test_an_epoll_over_a_dependency_is_out(pair):
+    _, out, _ = pair
+    ep = select.epoll()
+    ep.register(out.fileno(), select.EPOLLIN)
+    try:
+        assert direction_of(lambda: ep.poll(30)) == "out"
+    finally:
+        ep.close()
+
+
+def test_a_wait_that_is_not_on_a_socket_says_nothing():
+    r, w = os.pipe()
+    try:
+        assert direction_of(lambda: os.read(r, 1)) == ""
+    finally:
+        os.close(w)
+        os.close(r)
