@@ -43,10 +43,6 @@ TCP_WAITS = frozenset(
     {"sk_wait_data", "sk_stream_wait_memory", "inet_csk_accept", "inet_wait_for_connect",
      "sk_stream_wait_connect", "tcp_recvmsg", "tcp_recvmsg_locked"}
 )  # fmt: skip
-#: A generic wait channel: on recent kernels a blocking TCP receive shows here (measured on
-#: this host: the zoo's request threads blocked in recv on a TCP socket read
-#: ``wait_woken``); counted only when the thread's syscall is on a TCP socket.
-GENERIC_WAITS = frozenset({"wait_woken"})
 #: The wait channel of wait4()/waitid(): waiting for a child to exit.
 CHILD_WAIT = "do_wait"
 
@@ -104,19 +100,6 @@ def tcp_sockets(pid: int) -> dict[int, tuple[str, int]]:
     return {i: (state, port) for i, (state, port, _) in tcp_table(pid).items()}
 
 
-def _waited_socket(pid: int, tid: int) -> int | None:
-    """The inode of the socket a blocked thread's system call is on (its first argument is a
-    descriptor: recv, read, send, connect, poll's is not), None for anything else."""
-    fields = read_task(pid, tid, "syscall").split()
-    if len(fields) < 2 or not fields[0].isdigit():
-        return None  # running, or not readable
-    try:
-        link = os.readlink(f"/proc/{pid}/fd/{int(fields[1], 16)}")
-    except (ValueError, OSError):
-        return None
-    return int(link[8:-1]) if link.startswith("socket:[") else None
-
-
 def accepted_connections(pid: int, sockets: set[int], held: list[int]) -> int:
     """Established TCP connections ``pid`` holds on the port of a listening socket it holds
     itself: connections it accepted (an outbound one has an ephemeral local port)."""
@@ -125,13 +108,6 @@ def accepted_connections(pid: int, sockets: set[int], held: list[int]) -> int:
     table = tcp_sockets(pid)
     ports = {table[i][1] for i in held if i in table}
     return sum(1 for i in sockets if i in table and table[i][0] == "01" and table[i][1] in ports)
-
-
-def _syscall_on_tcp(pid: int, tid: int, tcp: dict[int, tuple[str, int]]) -> bool:
-    """The thread is in a system call whose first argument is a descriptor of a TCP socket
-    (recv, read, send, accept, connect take the descriptor first on every ABI)."""
-    inode = _waited_socket(pid, tid)
-    return inode is not None and inode in tcp
 
 
 def listening_sockets(pid: int) -> dict[int, str]:
@@ -198,18 +174,17 @@ def thread_waits(pid: int) -> list[str]:
 
 
 def request_threads(pid: int) -> int:
-    """Threads blocked on a TCP connection: a TCP wait channel, or a generic one while in a
-    system call on a TCP socket."""
-    tcp: dict[int, tuple[str, int]] | None = None
+    """Threads blocked on a TCP connection: a TCP wait channel, or a system call on a TCP
+    socket (reading it, or polling a set that holds it: collect/sockwait.py)."""
+    waits: WaitedSockets | None = None
     n = 0
     for tid in task_ids(pid):
         wchan = read_task(pid, tid, "wchan").strip()
         if wchan in TCP_WAITS:
             n += 1
-        elif wchan in GENERIC_WAITS:
-            if tcp is None:
-                tcp = tcp_sockets(pid)
-            n += _syscall_on_tcp(pid, tid, tcp)
+        elif wchan and wchan != "0":
+            waits = waits or WaitedSockets(pid)
+            n += waits.direction(read_task(pid, tid, "syscall")) != ""
     return n
 
 

@@ -23,8 +23,9 @@ structure can, from facts /proc gives cheaply and without stopping anything
 6. its own threads are in a request path (blocked on TCP connections), or it holds
    connections accepted on its listening socket (a pre-fork master accepts none): stay;
 7. children share its listening socket: a pre-fork server's master, as in 5;
-8. it neither serves (4-7) nor works (under :data:`PARENT_BUSY_CORES`), and its one child
-   listens: a launcher that polls its child instead of waiting for it; follow the child;
+8. it neither serves (4-7) nor works (under :data:`PARENT_BUSY_CORES`), runs one thread
+   only, and its one child listens: a launcher that polls its child instead of waiting for
+   it; follow the child;
 9. a ``multiprocessing`` parent: the children that run its program are its workers, and
    the parent is kept too when it works itself;
 10. otherwise (children that run other programs): stay, the children are helpers.
@@ -299,9 +300,10 @@ def _multiprocessing(
     root: ProcInfo, candidates: list[ProcInfo], left: list[LeftOut], via: tuple[int, ...]
 ) -> Selection:
     idle = root.cpu_cores is not None and root.cpu_cores < PARENT_BUSY_CORES
-    if idle and len(candidates) == 1 and candidates[0].listening:
-        # it neither serves (no socket, no thread on TCP) nor works; its one child serves:
-        # a launcher that polls its child instead of waiting for it
+    if idle and root.threads <= 1 and len(candidates) == 1 and candidates[0].listening:
+        # it neither serves (no socket, no thread on TCP) nor works, and has no thread
+        # besides the one that polls its child (threads that wait on anything are a
+        # service's); its one child serves: a launcher that polls its child
         inner = _select(candidates[0], (*via, root.pid))
         why = (
             f"PID {root.pid} is a launcher (no listening socket, no thread on TCP, "

@@ -182,12 +182,18 @@ def test_an_idle_launcher_polling_its_one_serving_child_is_followed():
         {"cpu_cores": 0.6},  # it works itself (a pipeline using its tokenizer server)
         {"cpu_cores": None},  # its CPU could not be read: nothing is assumed
         {"cpu_cores": 0.0, "second_child": True},  # two children: not one it launched
+        # threads of its own besides the main one, waiting on something no check here names
+        # (a queue, a socket of a protocol not read): a service's threads (issue 39, class 1)
+        {"cpu_cores": 0.0, "threads": 9},
     ],
 )
 def test_near_misses_of_a_launcher_stay(near_miss: dict):
     tok = proc(81, (PY, "-m", "tokserver"), listening=STORE, ports=("127.0.0.1:9000",))
     kids = (tok, proc(82, (PY, "-m", "metrics"))) if near_miss.get("second_child") else (tok,)
-    root = proc(80, (PY, "pipeline.py"), cpu_cores=near_miss["cpu_cores"], children=kids)
+    threads = near_miss.get("threads", 1)
+    root = proc(
+        80, (PY, "pipeline.py"), cpu_cores=near_miss["cpu_cores"], children=kids, threads=threads
+    )
     sel = select_service(root)
     assert sel.pids == (80,) and sel.kind == "service"
     assert sel.left_out[0] == LeftOut(
