@@ -151,7 +151,12 @@ _VERDICT = Obj(
         "confidence_notes": _STRS,
         "unexplained_share": Opt(NUM),
         "placed_share": Opt(NUM),
-        "uncertain": Opt(Obj({"category": STR, "rule": STR, "separate_by": STR})),
+        "uncertain": Opt(
+            Obj(
+                {"category": STR, "rule": STR, "separate_by": STR},
+                required=frozenset({"category", "rule", "separate_by"}),
+            )
+        ),
     },
     required=frozenset({"primary", "title", "confidence", "headline", "ranking"}),
 )
@@ -163,12 +168,25 @@ REPORT = Obj(
         "schema": STR,
         "tool_version": STR,
         "generated": STR,
-        "bundle": Obj({"path": STR, "schema_version": INT, "state": STR, "complete": BOOL}),
-        "target": Obj({"pid": INT, "comm": STR, "cmdline": _STRS, "note": STR}),
-        "capture": Obj({"started": STR, "ended_by": Opt(STR), "duration_actual": Opt(NUM)}),
+        "bundle": Obj(
+            {"path": STR, "schema_version": INT, "state": STR, "complete": BOOL},
+            required=frozenset({"state", "complete"}),
+        ),
+        "target": Obj(
+            {"pid": INT, "comm": STR, "cmdline": _STRS, "note": STR},
+            required=frozenset({"pid", "comm"}),
+        ),
+        "capture": Obj(
+            {"started": STR, "ended_by": Opt(STR), "duration_actual": Opt(NUM)},
+            required=frozenset({"started"}),
+        ),
         "verdict": _VERDICT,
         "findings": ListOf(_FINDING),
-        "not_evaluated": _OBJS,
+        "not_evaluated": ListOf(
+            Obj(
+                {"id": STR, "missing_metrics": _STRS}, required=frozenset({"id", "missing_metrics"})
+            )
+        ),
         "broken_rules": _STRS,
         "rules": Obj({"sources": _STRS, "count": INT}),
         "metrics": DictOf(ANY),
@@ -177,7 +195,10 @@ REPORT = Obj(
             Obj({"status": STR, "reason": STR, "details": DictOf(ANY)}),
         ),
         "not_measured": ListOf(
-            Obj({"collector": STR, "status": STR, "reason": STR, "impact": STR})
+            Obj(
+                {"collector": STR, "status": STR, "reason": STR, "impact": STR},
+                required=frozenset({"collector", "status"}),
+            )
         ),
         "threads": _OBJS,
         "roles": ListOf(
@@ -191,7 +212,20 @@ REPORT = Obj(
                 required=frozenset({"role", "shares"}),
             )
         ),
-        "locks": _OBJS,
+        "locks": ListOf(
+            Obj(
+                {
+                    "address": STR,
+                    "waiters": INT,
+                    "wait_s": Opt(NUM),
+                    "site": STR,
+                    "holder": Opt(
+                        Obj({"site": STR, "inferred": BOOL}, required=frozenset({"site"}))
+                    ),
+                },
+                required=frozenset({"address", "site"}),
+            )
+        ),
         "oncpu": DictOf(ANY),
         "gil": Obj({"holders": ListOf(_Share()), "sites": ListOf(_Share())}),
         "environment": DictOf(ANY),

@@ -33,7 +33,7 @@ PROC_ONLY = ("--collectors", "proc")
 
 def attach(run: Running | int, out: Path, *extra: str) -> tuple[dict, dict, str]:
     """``diagnose attach`` on the PID the service's command started: (manifest target,
-    report.json, the terminal's stderr)."""
+    report.json, what the terminal showed, on one line)."""
     pid = run if isinstance(run, int) else run.pid
     res = run_cli(
         "attach", str(pid), "-d", "2", *PROC_ONLY, "--format", "json,md", "-o", str(out), *extra
@@ -41,7 +41,8 @@ def attach(run: Running | int, out: Path, *extra: str) -> tuple[dict, dict, str]
     assert res.returncode in (0, 5), res.stderr
     target = json.loads((out / "manifest.json").read_text())["target"]
     report = json.loads((out / "report.json").read_text())
-    return target, report, res.stderr
+    # the selection's note is in the summary (wrapped to the terminal's width), once
+    return target, report, " ".join((res.stdout + res.stderr).split())
 
 
 def test_a_threaded_service_with_a_helper_child_is_diagnosed_itself(tmp_path: Path):
