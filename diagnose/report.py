@@ -26,6 +26,7 @@ from diagnose.errors import BadBundle, OutputError, UsageError
 from diagnose.render.schema import REPORT, REPORT_SCHEMA, Report
 from diagnose.service import service_section, worker_entries
 from diagnose.verdict import judge, load_rules
+from diagnose.verdict.ruleset import RuleSet
 
 if TYPE_CHECKING:
     # both need pandas: imported where a bundle is read, so that the CLI starts a capture
@@ -72,35 +73,47 @@ def open_bundle(bundle_path: Path | Bundle | SafeDir) -> Bundle:
 
 
 def diagnose(bundle_path: Path | Bundle | SafeDir, rules_dirs: Iterable[Path] = ()) -> Diagnosis:
-    from diagnose.render.model import build_report
+    """Analyse the bundle and the bundles of its service's other workers, count their
+    threads together against the cores they share (analyse/service.py), then judge each."""
+    from diagnose.analyse.frames import frame_rules
+    from diagnose.analyse.service import share_cores
 
     bundle = open_bundle(bundle_path)
     extra = list(rules_dirs)
-    analysis = analyse(bundle, extra[-1] if extra else None)
+    rules_dir = extra[-1] if extra else None
+    analysis = analyse(bundle, rules_dir)
+    others = _analyse_workers(bundle, rules_dir)
+    share_cores([analysis, *(w[1] for _e, w, _why in others if w)], frame_rules(rules_dir))
     ruleset = load_rules(extra)
+    d = _judge(bundle, analysis, ruleset)
+    d.workers = [(e, _judge(*w, ruleset) if w else None, why) for e, w, why in others]
+    d.report["service"] = service_section(
+        d.report, [(entry, w.report if w else None, why) for entry, w, why in d.workers]
+    )
+    return d
+
+
+def _judge(bundle: Bundle, analysis: Analysis, ruleset: RuleSet) -> Diagnosis:
+    from diagnose.render.model import build_report
+
     partial = {
         n for n, rec in bundle.manifest.collectors.items() if rec.status is CollectorStatus.PARTIAL
     }
     if bundle.manifest.state != "complete":
         partial |= set(bundle.manifest.collectors)
     verdict = judge(ruleset, analysis.metrics, analysis.unmeasured, partial)
-    report = build_report(bundle, analysis, verdict, ruleset)
-    d = Diagnosis(bundle, analysis, report)
-    d.workers = _diagnose_workers(bundle, extra)
-    report["service"] = service_section(
-        report, [(entry, w.report if w else None, why) for entry, w, why in d.workers]
-    )
-    return d
+    return Diagnosis(bundle, analysis, build_report(bundle, analysis, verdict, ruleset))
 
 
-def _diagnose_workers(
-    bundle: Bundle, rules_dirs: list[Path]
-) -> list[tuple[dict[str, Any], Diagnosis | None, str]]:
+Analysed = tuple[dict[str, Any], "tuple[Bundle, Analysis] | None", str]
+
+
+def _analyse_workers(bundle: Bundle, rules_dir: Path | None) -> list[Analysed]:
     """Each other worker of a service (workers.json, diagnose/service.py): its entry, its
-    diagnosis (None where its bundle cannot be judged) and why not."""
+    bundle and analysis (None where its bundle cannot be read) and why not."""
     from diagnose.bundle.reader import Bundle as BundleReader
 
-    out: list[tuple[dict[str, Any], Diagnosis | None, str]] = []
+    out: list[Analysed] = []
     held = bundle.dir
     if held is None:
         return out
@@ -110,7 +123,7 @@ def _diagnose_workers(
             continue
         try:
             sub = BundleReader.open(held.sub(f"workers/{int(str(entry.get('pid')))}"))
-            out.append((entry, diagnose(sub, rules_dirs), ""))
+            out.append((entry, (sub, analyse(sub, rules_dir)), ""))
         except (BadBundle, OSError, ValueError) as exc:
             out.append((entry, None, f"its bundle cannot be read: {exc}"))
     return out

@@ -26,6 +26,7 @@ from diagnose.analyse import (
     oncpu,
     pools,
     sched,
+    service,
     stages,
     threads,
 )
@@ -66,6 +67,8 @@ STEPS: tuple[Step, ...] = (
     counters.false_sharing,
     false_sharing.shared_lines,
     counters.hardware_counters,
+    # the service's figures (its processes share the cores): a process alone is its own
+    service.lone_process,
 )
 
 

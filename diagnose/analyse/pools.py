@@ -61,21 +61,15 @@ def pools(ctx: Context) -> None:
     ranked = sorted(
         {*cpu, *(k for k in spin if k)}, key=lambda n: -(cpu.get(n, 0.0) + spin.get(n, 0.0))
     )
-    if ranked:
-        top = named[ranked[0]]
-        size = m.get("intra_op_suggestion") or 1
-        m["pool_name"] = top.name
-        m["pool_size_fix"] = top.fix_for(int(size))
-    else:
-        m["pool_name"] = ""
-        m["pool_size_fix"] = ""
+    m["pool_name"] = named[ranked[0]].name if ranked else ""
+    m["pool_size_fix"] = ""  # sized for the whole service: analyse/service.py
     ctx.out.oncpu["pools"] = [
         {
             "name": n,
             "threads": sorted(threads.get(n, set()))[:64],
             "cpu_share": rounded(cpu.get(n, 0.0) / total, 4),
             "spin_share": rounded(spin.get(n, 0.0) / total, 4),
-            "fix": named[n].fix_for(int(m.get("intra_op_suggestion") or 1)),
+            "fix": "",
         }
         for n in ranked
     ]

@@ -432,7 +432,31 @@ CATALOGUE: tuple[MetricDef, ...] = (
         "intra_op_suggestion",
         "threads",
         "proc,system",
-        "max(1, floor(cores_available / app_threads_busy)): intra-op threads per application thread that would fit the cores.",
+        "max(1, floor(cores_available / service_app_threads_busy)): intra-op threads per application thread that would fit the cores, counting the application threads of every process of the service that shares them.",
+    ),
+    _def(
+        "service_cpu_bound_threads",
+        "threads",
+        "proc",
+        "cpu_bound_threads summed over the service's processes captured together (a pre-fork server's workers): the threads that compete for the cores they share (a process alone: its own).",
+    ),
+    _def(
+        "service_app_threads_busy",
+        "threads",
+        "proc,pyspy",
+        "app_threads_busy summed over the service's processes: every application thread that calls the native pools on the shared cores.",
+    ),
+    _def(
+        "service_native_threads_busy",
+        "threads",
+        "proc,pyspy",
+        "native_threads_busy summed over the service's processes.",
+    ),
+    _def(
+        "pool_size_in_force",
+        "threads",
+        "system",
+        "The size the native pools run with now: the smallest pool variable set in the target's environment (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, MKL_NUM_THREADS ...), else the CPUs the libraries see (their default).",
     ),
     _def(
         "intra_op_threads_per_app",
@@ -585,7 +609,7 @@ CATALOGUE: tuple[MetricDef, ...] = (
         "pool_size_fix",
         "text",
         "perf",
-        "The setting that sizes that pool, with the value that fits the cores for the application threads (intra_op_suggestion), e.g. OPENBLAS_NUM_THREADS=1.",
+        "The setting that sizes that pool, with the value that fits the cores for the service's application threads (intra_op_suggestion), e.g. OPENBLAS_NUM_THREADS=1; where that value is the one in force (pool_size_in_force), the next lever instead (fewer threads calling the pool, batching).",
         kind="text",
     ),
     # --- stages by call structure ---

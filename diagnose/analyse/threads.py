@@ -149,10 +149,7 @@ def _thread_counts(ctx: Context, per: pd.DataFrame, window: float) -> None:
         m["threads_native"] = len(per)
         m["app_threads_busy"] = 0
         m["native_threads_busy"] = len(busy_threads)
-    cores = m.get("cores_available")
     app = m.get("app_threads_busy")
-    if cores and app:
-        m["intra_op_suggestion"] = max(1, int(cores // app))
     if app and m.get("native_threads_busy") is not None:
         m["intra_op_threads_per_app"] = rounded(1 + m["native_threads_busy"] / app, 1)
 

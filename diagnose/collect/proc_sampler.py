@@ -366,22 +366,10 @@ class ProcSampler(Collector):
             if sched_text:
                 a, b, c = parse_schedstat(sched_text)
                 oncpu, runq, slices = str(a), str(b), str(c)
-            syscall: object = ""
-            arg0 = ""
-            wchan = ""
-            sock = ""
+            blocked: tuple[object, str, str, str] = ("", "", "", "")
             if st.state != "R":
-                sc_text = tf.read("syscall") if tf is not None else None
-                if sc_text is None and tf is None:
-                    sc_text = _read_file(f"{base}/{tid}/syscall")
-                if sc_text:
-                    nr, arg0 = parse_syscall(sc_text)
-                    syscall = "" if nr is None else nr
-                    if self._waits is not None:
-                        sock = self._waits.of_thread(tid, sc_text.strip())
-                wc = tf.read("wchan") if tf is not None else _read_file(f"{base}/{tid}/wchan")
-                if wc and wc != "0":
-                    wchan = wc.strip()
+                blocked = self._blocked_in(base, tid, tf)
+            syscall, arg0, wchan, sock = blocked
         except OSError as exc:
             if exc.errno in (errno.ESRCH, errno.ENOENT):
                 tf = files.pop(tid, None)
@@ -413,6 +401,26 @@ class ProcSampler(Collector):
             migrations,
             sock,
         ]
+
+    def _blocked_in(
+        self, base: str, tid: int, tf: _ThreadFiles | None
+    ) -> tuple[object, str, str, str]:
+        """A blocked thread's (system call, its first argument, wait channel, socket
+        direction); OSError and ValueError as its /proc files give them."""
+        syscall: object = ""
+        arg0 = wchan = sock = ""
+        sc_text = tf.read("syscall") if tf is not None else None
+        if sc_text is None and tf is None:
+            sc_text = _read_file(f"{base}/{tid}/syscall")
+        if sc_text:
+            nr, arg0 = parse_syscall(sc_text)
+            syscall = "" if nr is None else nr
+            if self._waits is not None:
+                sock = self._waits.of_thread(tid, sc_text.strip())
+        wc = tf.read("wchan") if tf is not None else _read_file(f"{base}/{tid}/wchan")
+        if wc and wc != "0":
+            wchan = wc.strip()
+        return syscall, arg0, wchan, sock
 
     def finish(self, ctx: CaptureContext, timeout: float) -> CollectorRecord:
         self._stop.set()

@@ -160,6 +160,9 @@ def _derived(m: dict[str, Any]) -> dict[str, Any]:
         "lock_top_share_net": lock * (1 - (held_gil or 0.0)),
         "busy_share_gil_all": None,
     }
+    # a process alone is a service of one (analyse/service.py: lone_process)
+    for own in ("cpu_bound_threads", "app_threads_busy", "native_threads_busy"):
+        out[f"service_{own}"] = m.get(own)
     gil = {
         k: m.get(k) for k in ("busy_share_gil", "lock_top_share", "lock_top_holder_gil_wait_share")
     }

@@ -6,7 +6,7 @@ in; a sample whose leaf-most user-space frame is the pool's wait loop is spin, i
 
 from __future__ import annotations
 
-from diagnose.analyse import oncpu, pools
+from diagnose.analyse import oncpu, pools, service
 from diagnose.analyse.model import OnCpuSample
 
 from .analysis import FR, bundle_data, context
@@ -26,6 +26,7 @@ def run_pools(samples, **metrics):  # type: ignore[no-untyped-def]
     ctx.oncpu = [OnCpuSample(t, st, w, FR.categorize(st)) for t, st, w in samples]
     pools.pools(ctx)
     oncpu.oncpu_shares(ctx)
+    service.lone_process(ctx)
     return ctx
 
 
@@ -37,7 +38,8 @@ def test_pool_threads_their_cpu_and_spin_and_the_size_fix():
             (1, (HANDLE, EXEC), 2.0),  # the caller waiting for its helper: spin
             (1, (HANDLE, GEMM), 2.0),
         ],
-        intra_op_suggestion=1,
+        cores_available=2.0,
+        app_threads_busy=2,
     )
     m = ctx.metrics
     assert m["pool_threads"] == 1
@@ -68,3 +70,39 @@ def test_without_native_stacks_nothing_is_measured():
     ctx = run_pools([(1, (HANDLE,), 1.0)], oncpu_source="py-spy")
     assert ctx.metrics["oncpu_share_spin"] is None
     assert "pool_threads" not in ctx.metrics
+
+
+# --- sized for the service, never to the value in force (issue 41, item 2) ------------------
+
+SPINNING = [(2, (CLONE, SERVER), 4.0), (1, (HANDLE, GEMM), 2.0)]
+
+
+def test_a_size_the_pool_already_runs_with_is_not_a_fix_the_next_lever_is():
+    # GIVEN one process, 1 application thread, 2 cores, OpenBLAS at its default (2 CPUs)
+    ctx = run_pools(SPINNING, cores_available=2.0, app_threads_busy=1, logical_cpus=2)
+    fix = ctx.metrics["pool_size_fix"]
+    # THEN no OPENBLAS_NUM_THREADS=2 (what it runs with): the threads that call it are the lever
+    assert "OPENBLAS_NUM_THREADS" not in fix and "already runs 2 threads" in fix, fix
+    assert "the library's default" in fix and ctx.out.oncpu["pools"][0]["fix"] == fix
+
+
+def test_two_workers_on_the_same_cores_are_sized_together():
+    # GIVEN two workers, each alone would be told its default (2 // 1 = 2)
+    workers = [
+        run_pools(SPINNING, cores_available=2.0, app_threads_busy=1, logical_cpus=2)
+        for _ in range(2)
+    ]
+    # WHEN analysed as one service
+    service.share_cores([w.out for w in workers], FR)
+    # THEN each worker's fix is the size that fits 2 application threads on 2 cores
+    for w in workers:
+        assert w.metrics["service_app_threads_busy"] == 2
+        assert w.metrics["intra_op_suggestion"] == 1
+        assert w.metrics["pool_size_fix"].startswith("OPENBLAS_NUM_THREADS=1 ")
+
+
+def test_near_miss_a_setting_in_force_above_the_fit_is_still_a_fix():
+    ctx = run_pools(
+        SPINNING, cores_available=2.0, app_threads_busy=2, logical_cpus=2, pool_threads_env=4
+    )
+    assert ctx.metrics["pool_size_fix"].startswith("OPENBLAS_NUM_THREADS=1 ")

@@ -100,10 +100,10 @@ def test_request_threads_alone_outnumbering_the_cores_is_queueing_for_the_model(
 def test_oversubscription_fix_gives_the_numbers():
     f = verdict(healthy(**OVERSUBSCRIBED)).findings[0]
     assert f.fixes[0].startswith(
-        "Set intra_op_num_threads to 1: 2 cores available, 4 application threads, "
+        "Set intra_op_num_threads to 1: 2 cores available, 4 application threads in 1 process, "
         "4 intra-op threads each now"
     )
-    assert "16 threads wanted a CPU nearly all the time on 2 cores" in f.summary
+    assert "16 threads in 1 process wanted a CPU nearly all the time on 2 cores" in f.summary
 
 
 def test_the_cpu_share_the_target_gets_does_not_decide_whose_threads_crowd():
@@ -303,3 +303,24 @@ def test_near_miss_a_pool_that_mostly_computes_is_not_spinning():
 def test_pool_spin_needs_native_stacks():
     m = healthy(**{**POOL_SPIN, "oncpu_share_spin": None, "pool_threads": None})
     assert when("scheduling.pool_spin", m) is UNKNOWN
+
+
+def test_two_workers_that_each_fit_the_cores_oversubscribe_them_together():
+    # GIVEN two workers, each with 2 never-blocking threads on 2 cores (1 request thread and
+    # 1 intra-op thread): alone, each fits; the cores are shared
+    worker = {
+        **OVERSUBSCRIBED,
+        "cpu_bound_threads": 2,
+        "app_threads_busy": 1,
+        "native_threads_busy": 1,
+        "intra_op_threads_per_app": 2.0,
+    }
+    alone = healthy(**worker)
+    together = healthy(
+        **worker, service_processes=2, service_cpu_bound_threads=4, service_app_threads_busy=2
+    )
+    # THEN only the service's count oversubscribes them, and the summary says so
+    assert when("scheduling.oversubscription", alone) is False
+    assert when("scheduling.oversubscription", together) is True
+    f = verdict(together).findings[0]
+    assert "4 threads in 2 processes wanted a CPU" in f.summary, f.summary

@@ -1,0 +1,95 @@
+"""A service's processes share the cores: count their threads together.
+
+A pre-fork server's workers (and a multiprocessing service's processes) run on the same
+cores. Judged one by one, two workers each with 16 intra-op threads on 2 cores look
+reasonable (no worker alone has more never-blocking threads than cores) while together they
+queue for the cores most of the time; and a pool size computed for one worker (cores //
+its application threads) is the library's own default when two workers share the cores,
+a change that changes nothing.
+
+So every analysis carries the service's figures: the threads that compete for the cores
+summed over its processes (``service_*``), the pool size that fits the cores for all the
+application threads that call the pools, and the size in force now (the environment's
+setting, else the library's default: one thread per CPU it sees). A process alone is a
+service of one: its service figures are its own (:func:`lone_process`, a pipeline step);
+:func:`share_cores` rewrites them once every worker of a capture has been analysed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from diagnose.analyse.frames import FrameRules
+from diagnose.analyse.model import Analysis, Context
+
+#: the service's metric -> the per-process metric it sums
+SUMMED = {
+    "service_cpu_bound_threads": "cpu_bound_threads",
+    "service_app_threads_busy": "app_threads_busy",
+    "service_native_threads_busy": "native_threads_busy",
+}
+
+
+def lone_process(ctx: Context) -> None:
+    """Step: the service's figures of a process captured alone are its own."""
+    m = ctx.metrics
+    for service, own in SUMMED.items():
+        if m.get(own) is not None:
+            m[service] = m[own]
+    _pool_sizes(m, ctx.out.oncpu, ctx.frames)
+
+
+def share_cores(analyses: Sequence[Analysis], frames: FrameRules) -> None:
+    """The analyses of one service's processes (sharing the cores), rewritten in place
+    with the service's figures: the sums over all of them, the pool size that fits the
+    cores for every application thread of the service."""
+    if len(analyses) < 2:
+        return
+    sums: dict[str, float | None] = {}
+    for service, own in SUMMED.items():
+        values = [a.metrics.get(own) for a in analyses]
+        numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        sums[service] = sum(numbers) if numbers else None
+    for a in analyses:
+        m = a.metrics
+        for service, total in sums.items():
+            if total is not None:
+                m[service] = total
+                a.unmeasured.pop(service, None)
+        _pool_sizes(m, a.oncpu, frames)
+
+
+def _pool_sizes(m: dict[str, Any], oncpu: dict[str, Any], frames: FrameRules) -> None:
+    """The intra-op size that fits the cores for the service's application threads, the
+    size in force, and each pool's fix (one that changes something, or the next lever)."""
+    cores, app = m.get("cores_available"), m.get("service_app_threads_busy")
+    if cores and app:
+        m["intra_op_suggestion"] = max(1, int(cores // app))
+    env, cpus = m.get("pool_threads_env"), m.get("logical_cpus")
+    in_force = env or cpus
+    m["pool_size_in_force"] = in_force
+    size = int(m.get("intra_op_suggestion") or 1)
+    named = {p.name: p for p in frames.pools}
+    for pool in oncpu.get("pools") or []:
+        if pool.get("name") in named:
+            pool["fix"] = _fix(named[pool["name"]].fix_for(size), size, in_force, m)
+    top = named.get(str(m.get("pool_name") or ""))
+    if top is not None:
+        m["pool_size_fix"] = _fix(top.fix_for(size), size, in_force, m)
+
+
+def _fix(fix: str, size: int, in_force: object, m: dict[str, Any]) -> str:
+    """``fix`` unless ``size`` is what the pool runs with now: then the next lever."""
+    if not isinstance(in_force, int) or size < in_force:
+        return fix
+    source = "its environment's setting" if m.get("pool_threads_env") else "the library's default"
+    procs = int(m.get("service_processes") or 1)  # its workers (target selection)
+    threads = int(m.get("service_app_threads_busy") or 0)
+    where = f"{threads} application threads" + (f" in {procs} processes" if procs > 1 else "")
+    return (
+        f"the pool already runs {in_force} threads ({source}), the size that fits: what "
+        f"remains is the number of threads that call it, {where} on "
+        f"{m.get('cores_available'):g} cores: fewer workers or request threads, or batch "
+        "the requests into fewer, larger model calls"
+    )
