@@ -301,6 +301,55 @@ class SafeDir:
             dfd, name = self.locate(rel)
             os.unlink(name, dir_fd=dfd)
 
+    def clear(self, keep: frozenset[str] = frozenset()) -> int:
+        """Remove everything below this directory but the top-level files named in ``keep``;
+        links are removed, never followed (every step is relative to a descriptor). Returns
+        the bytes freed."""
+        freed = 0
+        with self._lock:  # member directories opened earlier are about to go
+            stale = list(self._subs.values())
+            self._subs.clear()
+            self._fds[:] = [fd for fd in self._fds if fd not in stale]
+            _close_all(stale)
+        for top, dirs, files, dfd in os.fwalk(".", dir_fd=self.fd, topdown=False):
+            for name in files:
+                if top == "." and name in keep:
+                    continue
+                st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+                os.unlink(name, dir_fd=dfd)
+                freed += st.st_size
+            for name in dirs:
+                try:
+                    os.rmdir(name, dir_fd=dfd)
+                except NotADirectoryError:  # a link to a directory: the link goes
+                    os.unlink(name, dir_fd=dfd)
+        return freed
+
+    def remove_tree(self, rel: str) -> int:
+        """Remove member directory ``rel`` and everything in it (never through a link: a
+        link at ``rel`` itself is removed as a file). Returns the bytes freed."""
+        dirs, name = split_member(rel)
+        parent = self.subdir_fd(dirs)
+        try:
+            fd = os.open(name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=parent)
+        except FileNotFoundError:
+            return 0
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                raise
+            os.unlink(name, dir_fd=parent)
+            return 0
+        with SafeDir(fd, self.display / rel) as sub:
+            freed = sub.clear()
+        with self._lock:  # a cached descriptor below ``rel`` would keep the old one open
+            parts = (*dirs, name)
+            for key in [k for k in self._subs if k[: len(parts)] == parts]:
+                stale = self._subs.pop(key)
+                self._fds.remove(stale)
+                _close_all([stale])
+        os.rmdir(name, dir_fd=parent)
+        return freed
+
     def write_atomic(self, rel: str, write: Callable[[int], None]) -> None:
         """Write member ``rel`` so that it is either old or complete: ``write(fd)`` fills a
         fresh ``.NAME.tmp`` (0600, ``O_EXCL``), which then replaces ``NAME`` by ``renameat``
