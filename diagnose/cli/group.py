@@ -23,10 +23,13 @@ COMMANDS = {
     "demo": "diagnose.cli.demo",
     "doctor": "diagnose.cli.doctor",
     "export": "diagnose.cli.export",
+    "fleet": "diagnose.cli.fleet",
+    "history": "diagnose.cli.history",
     "report": "diagnose.cli.report",
     "rules": "diagnose.cli.rules_cmd",
     "run": "diagnose.cli.run",
     "sweep": "diagnose.cli.sweep",
+    "watch": "diagnose.cli.watch",
 }
 
 
@@ -74,5 +77,8 @@ def main() -> None:
     diagnose compare OLD NEW   what changed between two bundles or reports (one change)
     diagnose sweep PID --load  stepped load test: the knee, a verdict per step, capacity
     diagnose export BUNDLE     its flame views as pprof or speedscope files
+    diagnose watch PID         a short capture every 10 min into a store, Prometheus metrics
+    diagnose history STORE     a watch store's verdicts over time
+    diagnose fleet STORE...    many pods' verdicts side by side, and the odd ones
     diagnose demo              run it all on a bundled sample workload
     """
