@@ -14,10 +14,10 @@ from datetime import datetime
 from typing import Any
 
 from diagnose.escape import md, md_code, term
-from diagnose.render.env import environment
-from diagnose.render.html import render_page
-from diagnose.render.sweep import CATEGORY_COLORS
 from diagnose.render.text import pct, plain
+
+# the pages' modules (jinja2, and pandas through render.html) are imported where a page is
+# drawn: ``diagnose watch`` prints its lines without them and starts capturing sooner
 
 
 def when(iso: str) -> str:
@@ -77,6 +77,9 @@ def render_history_text(h: Mapping[str, Any]) -> str:
 
 
 def render_history_html(h: Mapping[str, Any]) -> str:
+    from diagnose.render.html import render_page
+    from diagnose.render.sweep import CATEGORY_COLORS
+
     return render_page(
         "history.html.j2", [], h=h, plain=plain, pct=pct, when=when, size=size,
         verdict_text=verdict_text, colors=CATEGORY_COLORS,
@@ -87,6 +90,8 @@ def render_history_html(h: Mapping[str, Any]) -> str:
 
 
 def _fleet_context(f: Mapping[str, Any]) -> dict[str, Any]:
+    from diagnose.render.sweep import CATEGORY_COLORS
+
     return {"f": f, "pct": pct, "verdict_text": verdict_text, "colors": CATEGORY_COLORS,
             "num": _num}  # fmt: skip
 
@@ -98,6 +103,8 @@ def _num(x: Any) -> str:
 
 
 def render_fleet_markdown(f: Mapping[str, Any]) -> str:
+    from diagnose.render.env import environment
+
     env = environment(autoescape=False)
     text = env.get_template("fleet.md.j2").render(
         **_fleet_context(f), md=md, md_code=md_code, md_cell=md
@@ -107,6 +114,8 @@ def render_fleet_markdown(f: Mapping[str, Any]) -> str:
 
 
 def render_fleet_html(f: Mapping[str, Any]) -> str:
+    from diagnose.render.html import render_page
+
     return render_page("fleet.html.j2", [], **_fleet_context(f), plain=plain)
 
 

@@ -1,0 +1,65 @@
+"""diagnose fleet INPUT...: many pods' captures side by side, and the pods that differ."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from diagnose.bundle.safedir import SafeDir
+from diagnose.cli.common import rules_option
+from diagnose.cli.group import main
+from diagnose.errors import UsageError
+from diagnose.escape import term
+from diagnose.render.watch import render_fleet_html, render_fleet_markdown, render_fleet_text
+from diagnose.report import STDOUT, is_stream, open_output, parse_formats
+from diagnose.watch.fleet import DEFAULT_THRESHOLD, load_pods
+from diagnose.watch.fleet import fleet as fleet_model
+
+NAMES = {"html": "fleet.html", "md": "fleet.md", "json": "fleet.json"}
+
+
+@main.command()
+@click.argument("inputs", metavar="STORE|BUNDLE|REPORT.json...", nargs=-1, required=True,
+                type=click.Path(path_type=Path))  # fmt: skip
+@click.option("--threshold", type=float, default=DEFAULT_THRESHOLD, show_default=True,
+              help="Robust deviations (median/MAD) beyond which a pod's metric is odd.")  # fmt: skip
+@click.option("--format", "formats", default="html,md,json", show_default=True,
+              help="Files to write with -o.")  # fmt: skip
+@click.option("-o", "--output", "out", type=click.Path(path_type=Path), default=None,
+              help="Directory for fleet.html/md/json, one file for one format, or - for stdout.")  # fmt: skip
+@rules_option
+@click.option("--json", "as_json", is_flag=True, help="Print the fleet's JSON on stdout.")
+def fleet(
+    inputs: tuple[Path, ...],
+    threshold: float,
+    formats: str,
+    out: Path | None,
+    rules_dirs: tuple[Path, ...],
+    as_json: bool,
+) -> None:
+    """Summarise many pods: each input is one pod's watch store (its latest capture), bundle
+    (judged now) or report.json. Prints the verdict distribution and one row per pod, with
+    the pods that differ from the rest and on which metric."""
+    if not (threshold > 0):
+        raise UsageError(f"--threshold must be more than 0, not {threshold:g}")
+    if as_json and out == STDOUT:
+        raise UsageError("--json and -o - both print on stdout: choose one")
+    fmts = parse_formats(formats)
+    model = fleet_model(load_pods(inputs, rules_dirs), threshold)
+    text = json.dumps(model, indent=1, ensure_ascii=False, allow_nan=False)
+    if out is not None:
+        with SafeDir.open(".") as here:
+            target = open_output(here, fmts, out, NAMES)
+            renders = {"html": render_fleet_html, "md": render_fleet_markdown}
+            for fmt in fmts:
+                target.write(fmt, text + "\n" if fmt == "json" else renders[fmt](model))
+            paths = target.paths()
+    if as_json:
+        click.echo(text)
+    elif out is None or not is_stream(out):
+        click.echo(render_fleet_text(model), nl=False)
+    if out is not None and not is_stream(out):
+        for fmt, path in paths.items():
+            click.echo(f"{fmt}: {term(path, 1000)}", err=True)
