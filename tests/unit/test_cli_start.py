@@ -36,7 +36,7 @@ def _imported_after(argv: list[str], then: str = "") -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("command", ["attach", "run"])
+@pytest.mark.parametrize("command", ["attach", "run", "watch"])
 def test_a_capture_command_starts_without_the_analysis_libraries(command: str):
     assert _imported_after([command, "--help"]) == []
 

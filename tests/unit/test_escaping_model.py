@@ -39,9 +39,19 @@ from diagnose.render.html import render_html
 from diagnose.render.markdown import render_markdown
 from diagnose.render.sweep import render_sweep_html, render_sweep_markdown
 from diagnose.render.terminal import render_summary
+from diagnose.render.watch import (
+    render_fleet_html,
+    render_fleet_markdown,
+    render_fleet_text,
+    render_history_html,
+    render_history_text,
+)
 from diagnose.report import diagnose
 from diagnose.resources import templates_dir
 from diagnose.service import service_section
+from diagnose.watch.fleet import Pod, fleet
+from diagnose.watch.history import history
+from diagnose.watch.store import Store
 from tests.conftest import FIXTURES
 from tests.unit.test_sweep_report import pool_report
 
@@ -175,7 +185,30 @@ def real(tmp_path_factory) -> dict[str, Any]:
         "charts": chart_data(d.report),
         "comparison": comparison,
         "sweep": sweep,
+        "history": _history_model(tmp_path_factory.mktemp("store"), d.report),
+        "fleet": _fleet_model(d.report),
     }
+
+
+def _history_model(root: Path, report: dict[str, Any]) -> dict[str, Any]:
+    """A watch store's timeline: a capture kept whole, one kept as its report."""
+    from tests.unit.watchkit import add_capture
+
+    r = json.loads(json.dumps(report, default=str))
+    with Store.create(root / "s") as store:
+        add_capture(store, r, "1-20260101-000000", kept_whole=True)
+        r["capture"]["started"] = "2026-11-29T11:46:10+00:00"
+        add_capture(store, r, "1-20260101-000010", kept_whole=False)
+        return history(store)
+
+
+def _fleet_model(report: dict[str, Any]) -> dict[str, Any]:
+    """Three pods, one of another verdict with an outlying metric."""
+    odd = copy.deepcopy(report)
+    odd["verdict"]["primary"], odd["metrics"]["busy_share_lock"] = "compute", 0.99
+    pods = [Pod(f"pod-{i}", f"/pods/{i}", "report", r)
+            for i, r in enumerate([report, report, report, odd])]  # fmt: skip
+    return fleet(pods)
 
 
 def _empty_lists(value: Any, path: str = "") -> list[str]:
@@ -193,10 +226,15 @@ RENDERERS = {
     "compare.html.j2": lambda m: render_compare_html(m["comparison"]),
     "sweep.md.j2": lambda m: render_sweep_markdown(m["sweep"]),
     "sweep.html.j2": lambda m: render_sweep_html(m["sweep"]),
+    "history.html.j2": lambda m: render_history_html(m["history"]),
+    "fleet.md.j2": lambda m: render_fleet_markdown(m["fleet"]),
+    "fleet.html.j2": lambda m: render_fleet_html(m["fleet"]),
 }
 TERMINAL = {
     "summary": lambda m: render_summary(m["report"], "/tmp/x" + HOSTILE, color=True),
     "compare summary": lambda m: render_compare_summary(m["comparison"], "/tmp/x" + HOSTILE),
+    "history": lambda m: render_history_text(m["history"]),
+    "fleet": lambda m: render_fleet_text(m["fleet"]),
 }
 
 
@@ -243,7 +281,9 @@ def markdown_structure(text: str) -> tuple[list[str], list[int]]:
     return headings, widths
 
 
-@pytest.mark.parametrize("template", ["report.md.j2", "compare.md.j2", "sweep.md.j2"])
+@pytest.mark.parametrize(
+    "template", ["report.md.j2", "compare.md.j2", "sweep.md.j2", "fleet.md.j2"]
+)
 def test_markdown_shows_hostile_values_as_text(real, template):
     _, benign_widths = markdown_structure(RENDERERS[template](real))
     for model in models(real):
@@ -274,7 +314,10 @@ class _Tags(HTMLParser):
         self.handlers += [f"{tag} {k}" for k, _ in attrs if k.lower().startswith("on")]
 
 
-@pytest.mark.parametrize("template", ["report.html.j2", "compare.html.j2", "sweep.html.j2"])
+@pytest.mark.parametrize(
+    "template",
+    ["report.html.j2", "compare.html.j2", "sweep.html.j2", "history.html.j2", "fleet.html.j2"],
+)
 def test_html_shows_hostile_values_as_text(real, template):
     benign = _Tags()
     benign.feed(RENDERERS[template](real))
