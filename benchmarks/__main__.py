@@ -20,6 +20,7 @@ command prints the machine, the load average, raw rows (JSON lines, also kept un
   sweep             diagnose sweep on the sweep samples: the knee, and the recommendation vs the default
   counterfactual    the sample zoo: each sample's one-bottleneck fix against the service as is
   accuracy          every sample, captured N times with diagnose's defaults: verdicts vs expected
+  watch-cost        diagnose watch's own CPU per cycle, projected to its default duty cycle
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ COMMANDS: dict[str, Callable[[list[str]], None]] = {
     "sweep": _module("sweep"),
     "counterfactual": _module("counterfactual"),
     "accuracy": _module("accuracy"),
+    "watch-cost": _module("watch_cost"),
 }
 
 
