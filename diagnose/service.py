@@ -116,12 +116,60 @@ def service_section(main: Report, others: list[Judged]) -> dict[str, Any]:
     # the windows' figure only where every capture counted has one: a part is not the whole
     window = [r["tool_window_cores"] for r in rows if r["tool_cpu_cores"] is not None]
     whole = bool(window) and all(w is not None for w in window)
+    reports = [(rows[0]["pid"], True, main)] + [
+        (int(e.get("pid", 0)), False, r) for e, r, _why in others if r is not None
+    ]
     return {
         "workers": rows,
         "verdict": verdict,
+        "findings": merged_findings(reports),
         "tool_cpu_cores": round(sum(tool), 3) if tool else None,
         "tool_cpu_window_cores": round(sum(window), 3) if whole else None,
     }
+
+
+#: a worker's finding at or above this score is shown for the service, on the first screen,
+#: with each worker's leading one whatever its score
+SHOWN_SCORE = 0.5
+
+
+def merged_findings(reports: list[tuple[int, bool, Report]]) -> list[dict[str, Any]]:
+    """Every worker's leading finding (its verdict) and its others scored at least
+    :data:`SHOWN_SCORE`, one entry per rule and site (the code it names: a lock's waiting line, the top preprocessing function ...),
+    with the workers it holds in, strongest first. Each entry keeps the summary and first
+    fix of the worker where it scored highest, and links each worker's page."""
+    merged: dict[tuple[str, str], dict[str, Any]] = {}
+    for pid, this, r in reports:
+        main = [f for f in r.get("findings") or [] if not f.get("advisory")]
+        for i, f in enumerate(main):
+            score = f.get("score")
+            if not isinstance(score, (int, float)) or (score < SHOWN_SCORE and i > 0):
+                continue
+            site = finding_site(f)
+            entry = merged.get((str(f.get("id")), site))
+            if entry is None or score > entry["score"]:
+                fixes = f.get("fixes") or []
+                entry = {
+                    "id": f.get("id"), "title": f.get("title"), "category": f.get("category"),
+                    "kind": f.get("kind"), "score": score, "site": site,
+                    "summary": f.get("summary", ""), "fix": fixes[0] if fixes else "",
+                    "workers": (entry or {}).get("workers", []),
+                }  # fmt: skip
+                merged[(str(f.get("id")), site)] = entry
+            entry["workers"].append(
+                {"pid": pid, "score": score, "page": "" if this else f"workers/{pid}/report.html"}
+            )
+    return sorted(merged.values(), key=lambda e: -float(e["score"]))
+
+
+def finding_site(finding: Mapping[str, Any]) -> str:
+    """The code a finding names, from its evidence: the first ``*_site`` (or top function,
+    top frame) it shows; "" when it names none."""
+    for ev in finding.get("evidence") or []:
+        name = str(ev.get("metric", ""))
+        if name.endswith(("_site", "_top_function", "_top_frame")) and ev.get("display"):
+            return str(ev["display"])
+    return ""
 
 
 def lead_verdict(report: Mapping[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 import textwrap
+from typing import Any
 
 import click
 
@@ -155,6 +156,22 @@ def _service_lines(report: Report, width: int) -> list[str]:
                 f"{plain(w.get('reason') or w.get('status'), TEXT_LIMIT)}"
             )
         lines += _wrap(text, "  ", "    ", width)
+    return lines + _service_finding_lines(s.get("findings") or [], width)
+
+
+def _service_finding_lines(findings: list[dict[str, Any]], width: int) -> list[str]:
+    """What every worker found (score 0.5 or more), one line per rule and site."""
+    if not findings:
+        return []
+    lines = ["Found in the workers:"]
+    for f in findings:
+        kind = "/" + plain(f["kind"]) if f.get("kind") else ""
+        pids = ", ".join(str(w.get("pid")) for w in f.get("workers") or [])
+        site = f" at {plain(f['site'], 200)}" if f.get("site") else ""
+        head = f"{plain(f.get('title'))} [{plain(f.get('category'))}{kind}, score {_number(f.get('score'))}]"
+        lines += _wrap(f"{head}{site}, in PID {pids}", "  - ", "    ", width)
+        if f.get("fix"):
+            lines += _wrap(f"fix: {plain(f['fix'], TEXT_LIMIT)}", "    ", "      ", width)
     return lines
 
 

@@ -137,3 +137,82 @@ def test_the_services_tool_cpu_is_said_with_and_without_the_start_ups(lock):
     report["service"] = s
     assert "while their windows were open" not in render_summary(report, width=100)
     assert "while their windows were open" not in render_markdown(report)
+
+
+# --- issue 41, item 1: what every worker found, on the first screen --------------------------
+
+
+def _worker_found(d: Diagnosis, findings: list[dict]) -> dict:
+    """d's report as the busiest of two workers whose other worker found ``findings``."""
+    other = copy.deepcopy(d.report)
+    other["findings"] = findings
+    report = copy.deepcopy(d.report)
+    report["findings"] = [f for f in report["findings"] if f["category"] != "lock"]
+    report["service"] = service_section(report, [({"pid": 902, "status": "ok"}, other, "")])
+    return report
+
+
+def _lock_finding(score: float, site: str) -> dict:
+    return {
+        "id": "lock.mutex", "category": "lock", "kind": "mutex", "title": "Threads queue on a lock",
+        "score": score, "summary": "7 waiters", "fixes": ["Narrow the lock <b>"],
+        "evidence": [{"metric": "lock_top_site", "display": site}],
+    }  # fmt: skip
+
+
+def test_a_lock_found_in_another_worker_is_on_the_first_screen_with_its_site(lock):
+    report = _worker_found(lock, [_lock_finding(0.7, "predict (app.py:43)")])
+    found = report["service"]["findings"]
+    assert [
+        (f["id"], f["site"], [w["pid"] for w in f["workers"]])
+        for f in found
+        if f["category"] == "lock"
+    ] == [("lock.mutex", "predict (app.py:43)", [902])]
+    # the terminal, among the service's lines before the busiest worker's findings
+    text = render_summary(report, width=100)
+    head = text.split("the busiest worker's")[0]
+    assert (
+        "Threads queue on a lock [lock/mutex, score 0.70] at predict (app.py:43), in PID 902"
+        in " ".join(head.split())
+    )
+    # HTML: at the top, linking the worker's page; Markdown: in the service's paragraph
+    html = render_html(report, chart_data(report))
+    assert html.index('id="service-findings"') < html.index('id="findings"')
+    assert (
+        'href="workers/902/report.html">PID 902</a>' in html and "Narrow the lock &lt;b&gt;" in html
+    )
+    md = render_markdown(report)
+    assert "in PID 902: Narrow the lock" in md and md.index("Found in the workers") < md.index(
+        "**Verdict:**"
+    )
+
+
+def test_the_same_rule_and_site_in_two_workers_is_one_line_naming_both(lock):
+    main_finding = _lock_finding(0.6, "predict (app.py:43)")
+    report = copy.deepcopy(lock.report)
+    report["findings"] = [main_finding]
+    other = copy.deepcopy(lock.report)
+    other["findings"] = [
+        _lock_finding(0.8, "predict (app.py:43)"),
+        _lock_finding(0.9, "load (app.py:9)"),
+    ]
+    found = service_section(report, [({"pid": 902, "status": "ok"}, other, "")])["findings"]
+    locks = [
+        (f["site"], f["score"], sorted(w["pid"] for w in f["workers"]))
+        for f in found
+        if f["category"] == "lock"
+    ]
+    pid = report["target"]["pid"]
+    assert locks == [
+        ("load (app.py:9)", 0.9, [902]),
+        ("predict (app.py:43)", 0.8, sorted([pid, 902])),
+    ]
+
+
+def test_near_miss_findings_below_half_and_advisories_stay_in_the_workers_pages(lock):
+    lead = {**_lock_finding(0.3, "lead (a.py:2)"), "id": "lock.lead"}  # the worker's verdict
+    weak = _lock_finding(0.49, "predict (app.py:43)")
+    advisory = {**_lock_finding(0.9, "x (a.py:1)"), "advisory": True}
+    report = _worker_found(lock, [advisory, lead, weak])
+    shown = [(f["id"], f["site"]) for f in report["service"]["findings"] if f["category"] == "lock"]
+    assert shown == [("lock.lead", "lead (a.py:2)")]
