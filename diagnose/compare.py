@@ -47,7 +47,7 @@ from diagnose.report import (
     open_directory,
     open_output,
 )
-from diagnose.service import lead_verdict
+from diagnose.service import finding_site, lead_verdict
 from diagnose.verdict.template import format_value
 
 COMPARE_SCHEMA = "diagnose.compare/1"
@@ -211,25 +211,44 @@ def _finding_brief(f: Mapping[str, Any]) -> dict[str, Any]:
         "advisory": bool(f.get("advisory")),
         "score": f["score"],
         "summary": f["summary"],
+        "site": f.get("site", finding_site(f)),
     }
+
+
+def service_findings(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """What a report's whole service found: its own findings (the busiest worker's, or the
+    one process's) and what its other workers found (the service section's, merged by rule
+    and site); a rule and site found in several keeps its highest score."""
+    best: dict[tuple[str, str], Mapping[str, Any]] = {}
+    others = (report.get("service") or {}).get("findings") or []
+    for f in [*(report.get("findings") or []), *others]:
+        key = (str(f["id"]), str(f.get("site", finding_site(f))))
+        if key not in best or f["score"] > best[key]["score"]:
+            best[key] = f
+    return list(best.values())
 
 
 def finding_changes(
     before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]]
 ) -> dict[str, list[dict[str, Any]]]:
-    """Findings (rules that fired) that appeared, disappeared, or stayed, by rule id."""
-    b = {f["id"]: f for f in before}
-    a = {f["id"]: f for f in after}
+    """Findings (rules that fired) that appeared, disappeared, or stayed, by rule and site
+    (the code the finding names: a lock that moved to another line is another lock)."""
+
+    def key(f: Mapping[str, Any]) -> tuple[str, str]:
+        return str(f["id"]), str(f.get("site", finding_site(f)))
+
+    b = {key(f): f for f in before}
+    a = {key(f): f for f in after}
     stayed = []
-    for rid in b.keys() & a.keys():
-        row = _finding_brief(a[rid])
-        row.update(score_before=b[rid]["score"], score_after=a[rid]["score"])
-        row["score_delta"] = round(a[rid]["score"] - b[rid]["score"], 3)
+    for k in b.keys() & a.keys():
+        row = _finding_brief(a[k])
+        row.update(score_before=b[k]["score"], score_after=a[k]["score"])
+        row["score_delta"] = round(a[k]["score"] - b[k]["score"], 3)
         stayed.append(row)
     stayed.sort(key=lambda r: -r["score_after"])
     return {
-        "appeared": [_finding_brief(a[i]) for i in a if i not in b],
-        "disappeared": [_finding_brief(b[i]) for i in b if i not in a],
+        "appeared": [_finding_brief(a[k]) for k in a if k not in b],
+        "disappeared": [_finding_brief(b[k]) for k in b if k not in a],
         "stayed": stayed,
     }
 
@@ -505,7 +524,7 @@ def build_comparison(
         "caveats": caveats(rb, ra),
         "metrics": metrics,
         "counts": dict(Counter(m["change"] for m in metrics)),
-        "findings": finding_changes(rb["findings"], ra["findings"]),
+        "findings": finding_changes(service_findings(rb), service_findings(ra)),
         "flames": diff_flames(rb, ra),
         "noise": {"share_points": SHARE_NOISE, "relative": RELATIVE_NOISE},
     }

@@ -110,7 +110,13 @@ def render_compare_summary(c: dict[str, Any], path: str | None = None) -> str:
     f = c["findings"]
     for key, what in (("disappeared", "Findings gone"), ("appeared", "Findings new")):
         if f[key]:
-            out.append(f"{what}: " + "; ".join(plain(x["title"]) for x in f[key]))
+            out.append(
+                f"{what}: "
+                + "; ".join(
+                    plain(x["title"]) + (f" at {plain(x['site'], 200)}" if x.get("site") else "")
+                    for x in f[key]
+                )
+            )
     for view in c["flames"].values():
         for key in ("colder", "hotter"):
             if view[key]:

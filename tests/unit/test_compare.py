@@ -279,3 +279,39 @@ def test_parents_always_cover_their_children_after_rounding():
         if parent:
             kids[parent] = kids.get(parent, 0.0) + size[node]
     assert all(total <= size[p] for p, total in kids.items()), (kids, size)
+
+
+# --- issue 41, item 3: a pre-fork service compared as a service ----------------------------
+
+
+def test_a_lock_removed_from_a_worker_that_was_not_the_busiest_is_gone():
+    from diagnose.compare import finding_changes, service_findings
+
+    lock = {"id": "lock.contended", "category": "lock", "kind": "mutex", "title": "Lock",
+            "score": 0.7, "summary": "7 waiters", "evidence": [{"metric": "lock_top_site", "display": "predict (app.py:43)"}]}  # fmt: skip
+    spin = {"id": "scheduling.pool_spin", "category": "scheduling", "kind": "oversubscription",
+            "title": "Pool spin", "score": 0.6, "summary": "", "evidence": []}  # fmt: skip
+    # GIVEN before: the busiest worker found the pool spin, another worker the lock
+    before = {
+        "findings": [spin],
+        "service": {"findings": [{**lock, "site": "predict (app.py:43)", "workers": [{"pid": 2}]}]},
+    }
+    after = {"findings": [spin], "service": {"findings": []}}
+    # THEN the lock is gone, named with its site; the spin stayed
+    c = finding_changes(service_findings(before), service_findings(after))
+    assert [(f["id"], f["site"]) for f in c["disappeared"]] == [
+        ("lock.contended", "predict (app.py:43)")
+    ]
+    assert [f["id"] for f in c["stayed"]] == ["scheduling.pool_spin"]
+
+
+def test_a_lock_at_another_line_is_another_lock():
+    from diagnose.compare import finding_changes
+
+    def lock(site: str) -> dict:
+        return {"id": "lock.contended", "category": "lock", "title": "Lock", "score": 0.7,
+                "summary": "", "evidence": [{"metric": "lock_top_site", "display": site}]}  # fmt: skip
+
+    c = finding_changes([lock("a (app.py:1)")], [lock("b (app.py:9)")])
+    assert [f["site"] for f in c["disappeared"]] == ["a (app.py:1)"]
+    assert [f["site"] for f in c["appeared"]] == ["b (app.py:9)"]
