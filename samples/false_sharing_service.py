@@ -19,6 +19,9 @@ import numpy as np
 from _harness import parse_args, serve
 from _native import build
 
+# what `diagnose demo` expects of this sample (samples/README.md), the intended one first
+EXPECTED_VERDICTS = ("memory_bandwidth/false_sharing",)
+
 ITEMS = 200_000  # features per request
 LINE = 64
 

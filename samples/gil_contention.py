@@ -13,6 +13,9 @@ import random
 
 from _harness import parse_args, serve
 
+# what `diagnose demo` expects of this sample (samples/README.md), the intended one first
+EXPECTED_VERDICTS = ("lock/gil",)
+
 RNG = random.Random(0)
 CANDIDATES = [
     (RNG.random() * 600, RNG.random() * 600, 20 + RNG.random() * 80, 20 + RNG.random() * 80,

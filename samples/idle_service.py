@@ -11,6 +11,9 @@ Expected verdict: idle.
 import numpy as np
 from _harness import parse_args, serve
 
+# what `diagnose demo` expects of this sample (samples/README.md), the intended one first
+EXPECTED_VERDICTS = ("idle",)
+
 W = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32)
 X = np.ones((8, 64), dtype=np.float32)
 

@@ -16,6 +16,9 @@ import time
 
 from _harness import parse_args, serve
 
+# what `diagnose demo` expects of this sample (samples/README.md), the intended one first
+EXPECTED_VERDICTS = ("io/dependency",)
+
 
 def start_dependency(latency):
     """A feature store that answers every 64-byte request with 256 bytes after ``latency``."""

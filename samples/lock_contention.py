@@ -16,6 +16,9 @@ import threading
 import numpy as np
 from _harness import parse_args, serve
 
+# what `diagnose demo` expects of this sample (samples/README.md), the intended one first
+EXPECTED_VERDICTS = ("lock/mutex",)
+
 RNG = np.random.default_rng(0)
 WEIGHTS = [RNG.standard_normal((384, 384)).astype(np.float32) for _ in range(4)]
 MODEL_LOCK = threading.Lock()

@@ -14,6 +14,9 @@ import numpy as np
 from _harness import parse_args, serve
 from _models import mlp_session
 
+# what `diagnose demo` expects of this sample (samples/README.md), the intended one first
+EXPECTED_VERDICTS = ("scheduling/oversubscription",)
+
 
 def extra(p):
     p.add_argument("--intra-op", type=int, default=4, help="intra-op threads per session")

@@ -19,6 +19,9 @@ import threading
 import numpy as np
 from _harness import parse_args, serve
 
+# what `diagnose demo` expects of this sample (samples/README.md), the intended one first
+EXPECTED_VERDICTS = ("preprocess/serial", "preprocess/gil")
+
 WORDS = [f"w{i:04d}" for i in range(4000)]
 VOCAB = {w: i for i, w in enumerate(WORDS)}
 RNG = np.random.default_rng(0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 from datetime import datetime
 from pathlib import Path
 
@@ -13,7 +14,15 @@ from diagnose.cli.common import Progress, bundle_dir_callback
 from diagnose.cli.group import main
 from diagnose.collect.base import CaptureOptions
 from diagnose.collect.session import validate_options
-from diagnose.demo import DEFAULT_SAMPLE, available_samples, check_sample, run_demo, sample_summary
+from diagnose.demo import (
+    DEFAULT_SAMPLE,
+    available_samples,
+    check_sample,
+    expectation_lines,
+    run_demo,
+    sample_expected,
+    sample_summary,
+)
 from diagnose.errors import ExitCode
 from diagnose.render.terminal import render_summary
 from diagnose.report import report_json, write_reports
@@ -76,11 +85,22 @@ def demo(sample: str, duration: float, out: Path | None, list_samples: bool, as_
     result = run_demo(sample, out, duration, progress=progress, command=sys.argv)
     progress.done()
     d, paths = write_reports(result.writer.dir.dup() if result.writer else result.bundle)
+    # what the sample is for next to what it got: a busy host can put something else first
+    expectation = "\n".join(
+        textwrap.fill(
+            line, 100, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
+        )
+        for line in expectation_lines(sample, sample_expected(sample), d.report)
+    )
     if as_json:
         click.echo(report_json(d.report))
+        if expectation:
+            click.echo(expectation, err=True)  # stdout stays one JSON document
     else:
         html = str(paths["html"].resolve())
         click.echo(render_summary(d.report, html, color=sys.stdout.isatty()))
+        if expectation:
+            click.echo(expectation)
         click.echo(f"Bundle: {result.bundle.resolve()}")
     if result.partial:
         sys.exit(int(ExitCode.PARTIAL))

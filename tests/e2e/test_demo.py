@@ -83,12 +83,19 @@ def test_demo_runs_the_whole_job_and_cleans_up(venv, tmp_path):
     lines = res.stdout.splitlines()
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     v = report["verdict"]
+    # it says what the sample is built to show, and whether it got it
+    assert "Expected: lock/mutex: the bottleneck sample lock_contention is built to show" in lines
     if (v["primary"], v["kind"]) != ("lock", "mutex"):
         # other processes held the cores, measured in the bundle itself: then contention
         # rightly comes first and the sample's lock must come right after it (the accuracy
         # tests' rule, tests/e2e/test_accuracy.py; seen at a load average of 16)
         case = Case("lock_contention", "lock", "mutex")
         assert busy_host(report) and behind_contention(report, case), res.stdout
+        # and the demo said so: what it got, and that other processes took the cores
+        assert "Got: scheduling/cpu_contention" in res.stdout, res.stdout
+        assert "Why: other processes took" in res.stdout, res.stdout
+    else:
+        assert "Got: lock/mutex, as expected" in lines, res.stdout
     assert lines[0].startswith(f"Verdict: {v['title']}"), res.stdout
     html = tmp_path / "out" / "report.html"
     assert f"Report: {html}" in lines
