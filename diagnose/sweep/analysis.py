@@ -15,6 +15,8 @@ The thresholds, and the principle each encodes:
   half, so that a host's run-to-run noise (+-15% here) cannot hide a real rise.
 - :data:`P99_BEND_SHARE` (0.5): P99 "bends" across a step when it rises by at least half the
   proportional increase in concurrency.
+- With a P99 SLA the setting to serve at is the stable step with the most QPS among those
+  meeting it, the knee's other side included: the advice states that rule, so it follows it.
 - :data:`ERROR_LIMIT` (1%): a step with more failed requests is not stable: it cannot be a
   setting to serve at, whatever its QPS.
 - :data:`SAFE_FACTOR` (0.7): plan one instance for 70% of its stable QPS (30% headroom for
@@ -76,6 +78,15 @@ def pays(qps_from: float, users_from: int, qps_to: float, users_to: int) -> bool
 
 def p99_bends(p99_from: float, users_from: int, p99_to: float, users_to: int) -> bool:
     return p99_to >= p99_from * (1 + P99_BEND_SHARE * (users_to / users_from - 1))
+
+
+def p99_change(ratio: float, digits: int = 1) -> str:
+    """A P99 ratio by its direction: 'rose x2.1', 'fell to x0.5', 'held at x1.0' (a bare
+    'went x0.5' reads as a worsening)."""
+    shown = f"x{ratio:.{digits}f}"
+    if shown == f"x{1:.{digits}f}":
+        return f"held at {shown}"
+    return f"rose {shown}" if ratio > 1 else f"fell to {shown}"
 
 
 @dataclass(frozen=True)
@@ -191,7 +202,7 @@ def find_knee(points: Sequence[StepPoint]) -> Knee:
         )
     )
     if bend is not None:
-        text += f" while P99 went x{bend:.1f} at {users_text(pn.users)}"
+        text += f" while P99 {p99_change(bend)} at {users_text(pn.users)}"
     if knee == usable[0]:
         text += " (already at the first step: more concurrency never paid)"
     return Knee(
@@ -254,16 +265,11 @@ class Recommendation:
         return asdict(self)
 
 
-def _pick_sla(
-    points: Sequence[StepPoint], knee: Knee, sla_p99_ms: float
-) -> tuple[int | None, list[str]]:
+def _pick_sla(points: Sequence[StepPoint], sla_p99_ms: float) -> tuple[int | None, list[str]]:
+    """The most QPS among the stable steps meeting the SLA, exactly as the advice says it:
+    a step past the knee that meets it with more QPS is the better setting."""
     stable = [i for i, p in enumerate(points) if p.stable]
-    limit = knee.users if knee.found and knee.users is not None else None
-    within = [
-        i
-        for i in stable
-        if (points[i].p99_ms or 0.0) <= sla_p99_ms and (limit is None or points[i].users <= limit)
-    ]
+    within = [i for i in stable if (points[i].p99_ms or 0.0) <= sla_p99_ms]
     if within:
         best = max(within, key=lambda i: (points[i].qps or 0.0, -points[i].users))
         return best, []
@@ -283,7 +289,7 @@ def _choose_step(
 ) -> tuple[int | None, list[str], str]:
     """The step to recommend, notes on the choice, and its basis (sla or knee)."""
     if sla_p99_ms is not None:
-        chosen, notes = _pick_sla(points, knee, sla_p99_ms)
+        chosen, notes = _pick_sla(points, sla_p99_ms)
         return chosen, notes, "sla"
     chosen = knee.index if knee.index is not None and points[knee.index].stable else None
     if chosen is None:
@@ -313,7 +319,7 @@ def recommend(
     sla_p99_ms: float | None = None,
     peak_qps: float | None = None,
 ) -> Recommendation:
-    """The concurrency to serve at (the knee, or the most QPS within the SLA up to the knee),
+    """The concurrency to serve at (the knee, or the most QPS among the steps within the SLA),
     its worker pool, its bounded queue, the safe QPS per instance and the replicas for a peak."""
     chosen, notes, basis = _choose_step(points, knee, sla_p99_ms)
     if chosen is None:

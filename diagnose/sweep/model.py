@@ -20,11 +20,13 @@ from diagnose.sweep.analysis import (
     NOISE,
     P99_BEND_SHARE,
     SAFE_FACTOR,
+    Knee,
     SettingOutcome,
     StepPoint,
     bands,
     best_setting,
     find_knee,
+    p99_change,
     recommend,
     users_text,
 )
@@ -230,14 +232,7 @@ def _caveats(rows: list[dict[str, Any]], tool: str, cpus: int | None) -> list[st
             + " of the load window: its collectors took longer to start than the step before "
             "(a loaded host); those steps' verdicts rest on part of the window"
         )
-    crowded = [
-        r
-        for r in rows
-        if (g := r["generator"] or {}).get("host_busy_share") is not None
-        and g["host_busy_share"] >= HOST_FULL
-        and cpus
-        and (g.get("cpu_cores") or 0) >= GENERATOR_HOST_SHARE * cpus
-    ]
+    crowded = [r for r in rows if _crowded(r["generator"], cpus)]
     if crowded:
         r = crowded[0]
         out.append(
@@ -247,6 +242,73 @@ def _caveats(rows: list[dict[str, Any]], tool: str, cpus: int | None) -> list[st
             "generator on another host"
         )
     return out
+
+
+def _crowded(g: Mapping[str, Any] | None, cpus: int | None) -> bool:
+    """The host was full while the generator itself held a quarter of its cores."""
+    g = g or {}
+    return (
+        bool(cpus)
+        and (g.get("host_busy_share") or 0) >= HOST_FULL
+        and (g.get("cpu_cores") or 0) >= GENERATOR_HOST_SHARE * (cpus or 0)
+    )
+
+
+def _generator_text(users: int, g: Mapping[str, Any]) -> str:
+    return (
+        f"at {users_text(users)} it used {g.get('cpu_cores') or 0:.2f} cores, its busiest thread "
+        f"wanting a core {g.get('busiest_thread_demand') or 0:.0%} of the window"
+    )
+
+
+def _p99_flat_caveat(rows: list[dict[str, Any]], knee: Knee, cpus: int | None) -> str | None:
+    """QPS stopped growing while P99 did not rise with the concurrency: in a closed loop the
+    requests were then not all in flight. The generator is blamed only where its measured
+    CPU says so (saturated, or crowding a full host); else it is cleared by its figures."""
+    if not (knee.found and knee.p99_bends is False and knee.next_index is not None):
+        return None
+    text = (
+        f"QPS stopped growing past {users_text(knee.users)} but P99 "
+        f"{p99_change(knee.p99_bend or 0, 2)} at {users_text(knee.next_users)} instead of "
+        "rising with the concurrency"
+    )
+    both = [rows[i] for i in (knee.index, knee.next_index) if i is not None]
+    measured = [r for r in both if (r["generator"] or {}).get("measured")]
+    blamed = [
+        r
+        for r in measured
+        if (r["generator"].get("busiest_thread_demand") or 0) >= SATURATED_SHARE
+        or _crowded(r["generator"], cpus)
+    ]
+    if blamed:
+        r = blamed[0]
+        return (
+            f"{text}: the load generator's CPU says it was the limit ({_generator_text(r['users'], r['generator'])}): "
+            "the requests were not all in flight; give it more CPU (locust --processes, "
+            "another host) and sweep again"
+        )
+    if not measured:
+        return (
+            f"{text}; the load generator's CPU was not measured: check that it kept every "
+            "user's request in flight"
+        )
+    r = measured[-1]
+    flight = (
+        f"; {r['in_flight']:.1f} requests were in flight at {users_text(r['users'])} (QPS x mean latency)"
+        if r["in_flight"] is not None
+        else ""
+    )
+    why = (
+        "a P99 that falls as users are added is noise between the steps (a slow tail in one "
+        "window, a busier host then)"
+        if (knee.p99_bend or 0) < 1
+        else "a client-side limit (a connection pool, think time) or noise between the steps"
+    )
+    return (
+        f"{text}; not the load generator: {_generator_text(r['users'], r['generator'])} (below "
+        f"the {SATURATED_SHARE:.0%} that marks it saturated){flight}: {why}; measure again "
+        "with a longer --step-duration"
+    )
 
 
 def _setting(
@@ -295,12 +357,9 @@ def _setting(
         else None
     )
     caveats = _caveats(rows, record["load"]["tool"], (record.get("host") or {}).get("logical_cpus"))
-    if knee.found and knee.p99_bends is False:
-        caveats.append(
-            f"QPS stopped growing past {users_text(knee.users)} but P99 did not rise with the "
-            f"concurrency (x{knee.p99_bend or 0:.2f} at {users_text(knee.next_users)}): in a closed "
-            "loop that means the requests were not all in flight; check the load generator"
-        )
+    flat = _p99_flat_caveat(rows, knee, (record.get("host") or {}).get("logical_cpus"))
+    if flat:
+        caveats.append(flat)
     if entry.get("stopped_early"):
         caveats.append(f"this setting stopped early: {entry['stopped_early']}")
     out = {

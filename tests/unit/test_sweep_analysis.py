@@ -13,6 +13,7 @@ from diagnose.sweep.analysis import (
     bands,
     best_setting,
     find_knee,
+    p99_change,
     pays,
     recommend,
 )
@@ -140,21 +141,53 @@ def test_recommendation_at_the_knee_with_capacity_plan():
     assert any("11 instances" in t and "1 for failover" in t for t in rec.text)
 
 
-def test_sla_picks_the_most_qps_within_it_up_to_the_knee():
+def test_sla_picks_the_most_qps_within_it():
     rows = table([(1, 22, 54), (2, 45, 60), (4, 90, 120), (8, 94.6, 140), (16, 98.6, 290)])
     knee = find_knee(rows)
     assert knee.users == 4
     rec = recommend(rows, knee, sla_p99_ms=100)
     assert rec.basis == "sla" and rec.users == 2 and rec.sla_met
-    # a generous SLA is met past the knee too, but more users buy no QPS there
-    assert recommend(rows, knee, sla_p99_ms=1000).users == 4
+    # a generous SLA is met past the knee too: the rule the advice states picks the most QPS
+    assert recommend(rows, knee, sla_p99_ms=1000).users == 16
+
+
+# the observed sweep: 2 users were the knee (4 added too little QPS to pay) but 4 users met
+# the SLA with more QPS and a lower P99, and the advice named 2
+OBSERVED = table([(1, 140.2, 21), (2, 256.8, 76), (4, 275.1, 39), (8, 279.4, 160)])
+
+
+def test_sla_choice_follows_its_stated_rule_past_the_knee():
+    knee = find_knee(OBSERVED)
+    assert (knee.users, knee.next_users) == (2, 4)
+    rec = recommend(OBSERVED, knee, sla_p99_ms=100)
+    # THEN the most QPS among the steps with P99 <= 100 ms: 4 users, not the knee's 2
+    assert (rec.users, rec.qps, rec.p99_ms) == (4, 275.1, 39)
+    assert rec.text[0] == (
+        "serve at 4 concurrent requests (the most QPS with P99 <= 100 ms): 275.1 QPS, "
+        "P99 39 ms per instance"
+    )
+    # and it is the most QPS of every step meeting the bound, whatever the steps
+    within = [p for p in OBSERVED if p.stable and (p.p99_ms or 0) <= 100]
+    assert rec.qps == max(p.qps or 0 for p in within)
+
+
+def test_p99_changes_are_worded_by_direction():
+    knee = find_knee(OBSERVED)
+    assert knee.p99_bend == pytest.approx(39 / 76, rel=1e-3)
+    assert "while P99 fell to x0.5 at 4 users" in knee.text
+    assert "went" not in knee.text
+    assert "while P99 rose x2.4 at 8 users" in find_knee(POOL).text
+    assert p99_change(2.06) == "rose x2.1"
+    assert p99_change(0.513) == "fell to x0.5"
+    assert p99_change(1.02) == "held at x1.0"
+    assert p99_change(0.513, 2) == "fell to x0.51"
 
 
 def test_queue_bound_from_the_sla_budget():
     # P50 at the lowest step 10 ms per request; at 4 users P99 is 40 ms; SLA 100 ms:
     # 60 ms of queueing at 10 ms per request per worker = 6 per worker, 24 in all
     rows = [StepPoint(1, 100, p50_ms=10, p99_ms=12), StepPoint(4, 380, p50_ms=11, p99_ms=40),
-            StepPoint(8, 390, p50_ms=20, p99_ms=80)]  # fmt: skip
+            StepPoint(8, 390, p50_ms=20, p99_ms=120)]  # fmt: skip
     rec = recommend(rows, find_knee(rows), sla_p99_ms=100)
     assert rec.users == 4 and rec.queue_bound == 24
 

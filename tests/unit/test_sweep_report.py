@@ -196,6 +196,53 @@ def test_model_caveats():
     assert m["caveats"] and "did not finish (interrupted)" in m["caveats"][0]
 
 
+# the observed sweep (tests/unit/test_sweep_analysis.py's OBSERVED): the generator used 0.15
+# cores, yet the old caveat told the user to check it
+OBSERVED = [(1, 140.2, 21), (2, 256.8, 76), (4, 275.1, 39), (8, 279.4, 160)]
+
+
+def observed_report(generator):
+    # 10 s windows: whole requests at these rates, so the QPS shown is the QPS given
+    steps = [
+        step("d", u, q, p, generator=generator, load={"seconds": 10.0}) for u, q, p in OBSERVED
+    ]
+    return build_sweep_report(record([setting("d", "d", steps)], sla=100), {})
+
+
+def test_observed_sweep_advice_agrees_with_its_table():
+    m = observed_report(gen(demand=0.2, cores=0.15, host=0.6))
+    (s,) = m["settings"]
+    # THEN the setting served at is the most QPS within P99 <= 100 ms, and P99's fall is a fall
+    assert m["capacity"]["users"] == 4
+    assert (
+        "Serve at 4 concurrent requests (the most QPS with P99 <= 100 ms): 275.1 QPS"
+        in (m["headline"])
+    )
+    assert "P99 fell to x0.5 at 4 users" in m["headline"]
+    # and the caveat clears the generator with its measured CPU instead of blaming it
+    (flat,) = [c for c in s["caveats"] if c.startswith("QPS stopped growing")]
+    assert flat.startswith(
+        "QPS stopped growing past 2 users but P99 fell to x0.51 at 4 users instead of rising"
+    )
+    assert "not the load generator: at 4 users it used 0.15 cores" in flat
+    assert "20% of the window (below the 90% that marks it saturated)" in flat
+    assert "4.0 requests were in flight at 4 users" in flat
+    assert "check the load generator" not in flat
+
+
+def test_the_generator_is_blamed_when_its_cpu_says_so():
+    # GIVEN a full host on which the generator held 0.6 of the 2 cores (>= a quarter)
+    m = observed_report(gen(demand=0.7, cores=0.6, host=0.99))
+    (flat,) = [c for c in m["settings"][0]["caveats"] if c.startswith("QPS stopped growing")]
+    assert "the load generator's CPU says it was the limit (at 2 users it used 0.60 cores" in flat
+
+
+def test_an_unmeasured_generator_is_neither_blamed_nor_cleared():
+    m = observed_report({"measured": False, "saturated": False})
+    (flat,) = [c for c in m["settings"][0]["caveats"] if c.startswith("QPS stopped growing")]
+    assert "the load generator's CPU was not measured" in flat
+
+
 def test_steps_without_a_report_still_render():
     # a step whose capture or report failed has no links: the sweep's reports still render
     # (the Markdown template once read the missing link as an error and wrote no report)
