@@ -11,6 +11,7 @@ structure, say).
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Mapping
 
@@ -36,6 +37,8 @@ NATIVE_CATEGORIES = ("compute", "memory", "allocator", "spin")
 INFERENCE_CATEGORIES = ("compute", "memory", "model")
 
 Sample = tuple[int, Stack, float, float]  # (tid, stack, weight, of it the sure joins')
+#: a native frame perf could not name, in a library it could (formats/perf_script.py)
+_UNNAMED = re.compile(r"^\[unknown\] \(([^\[()][^()]*)\)$")
 
 
 def oncpu_samples(ctx: Context) -> None:
@@ -85,6 +88,7 @@ def oncpu_shares(ctx: Context) -> None:
             m[f"oncpu_share_{c}"] = 0.0 if native or c not in NATIVE_CATEGORIES else None
         m["oncpu_share_inference"] = 0.0
         m["oncpu_native_share"] = 0.0
+        m["model_unnamed_library"] = "" if native else None
         return
     _shares(ctx, total, native)
 
@@ -124,6 +128,7 @@ def _shares(ctx: Context, total: float, native: bool) -> None:
         for leaf, w in leaf_by_cat.get(c, {}).items():
             comp[leaf] += w
     m["compute_top_function"] = most_common(comp, 1)[0][0] if comp else ""
+    m["model_unnamed_library"] = unnamed_library(leaf_by_cat.get("model", {})) if native else None
     _preprocess_threads(ctx, thread_by_cat.get("preprocess", {}))
     ctx.out.oncpu = {
         **ctx.out.oncpu,  # the stage step's "structure"
@@ -142,6 +147,16 @@ def _shares(ctx: Context, total: float, native: bool) -> None:
     }
     ctx.out.flames["cpu"] = list(flame.items())
     ctx.out.cpu_stages = {(s.tid, s.stack): s.category for s in ctx.oncpu}
+
+
+def unnamed_library(leaves: Mapping[str, float]) -> str:
+    """The library of the most common of these leaf frames when perf left it unnamed
+    ("[unknown] (lib.so)": the library has no symbols), else ""."""
+    if not leaves:
+        return ""
+    top = most_common(leaves, 1)[0][0]
+    m = _UNNAMED.match(top)
+    return m.group(1) if m else ""
 
 
 def _preprocess_threads(ctx: Context, by_thread: Mapping[int, float]) -> None:

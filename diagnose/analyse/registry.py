@@ -578,6 +578,13 @@ CATALOGUE: tuple[MetricDef, ...] = (
         "The leaf function with most on-CPU samples.",
         kind="text",
     ),
+    _def(
+        "model_unnamed_library",
+        "text",
+        "perf",
+        "The library of the most common leaf frame of the model-call samples no kernel pattern placed (oncpu_share_model), when perf could not name that frame ('[unknown]': the library has no symbols, a stripped build), e.g. 'onnxruntime_pybind11_state.so'; '' when that frame is named. Needs native stacks: null without perf.",
+        kind="text",
+    ),
     # --- native thread pools ---
     _def(
         "pool_threads",

@@ -106,6 +106,7 @@ HEALTHY: dict[str, Any] = {
     "preprocess_top_thread_share": 0.3,
     "preprocess_top_thread_busy": 0.9,
     "compute_top_function": "sgemm_kernel_HASWELL (libopenblas.so)",
+    "model_unnamed_library": "",
     # perf c2c ran and found no contended cache line
     "c2c_lines_contended": 0,
     "c2c_hitm_load_share": 0.0,

@@ -213,6 +213,32 @@ def test_perf_samples_join_python_stacks_and_take_the_kernel_s_category():
     assert ThreadFrame.parse(root) == ThreadFrame(1, "thread-1")
 
 
+def test_model_time_in_frames_perf_could_not_name_names_their_library():
+    # GIVEN perf samples of predict() whose native leaf is unnamed in a stripped library
+    # (3 samples), and one in a named function no kernel pattern knows
+    py = {0: ("serve (app.py:1)", "predict (app.py:5)")}
+    interp = ("start (libpython3.11.so)", "_PyEval_EvalFrameDefault (libpython3.11.so)")
+    native = {
+        0: (*interp, "[unknown] (onnxruntime_pybind11_state.so)"),
+        1: (*interp, "RunKernel (libcustom.so)"),
+    }
+    samples = pd.DataFrame(
+        {"t": [0.01, 0.02, 0.03, 0.04], "tid": [1] * 4, "stack_id": [0, 0, 0, 1]}
+    )
+    data = bundle_data(
+        ticks(1, [0, 0.1, 0.2]), [(1, 0.0, 0.2, 0)], py,
+        native_samples=samples, native_stacks=native, missing={},
+    )  # fmt: skip
+    m = run(data, threads.thread_states, oncpu.oncpu_samples, oncpu.oncpu_shares).metrics
+    # THEN the model time is unplaced, and the library perf could not name is said
+    assert m["oncpu_share_model"] == 1.0
+    assert m["model_unnamed_library"] == "onnxruntime_pybind11_state.so"
+    # a named leaf, or frames with no library at all, name no library
+    assert oncpu.unnamed_library({"RunKernel (libcustom.so)": 3.0, "[unknown] (x.so)": 1.0}) == ""
+    assert oncpu.unnamed_library({"[unknown] ([unknown])": 3.0}) == ""
+    assert oncpu.unnamed_library({}) == ""
+
+
 def test_a_thread_seen_waiting_for_work_but_running_a_text_kernel_had_left_its_wait():
     # GIVEN py-spy saw pool thread 1 in Queue.get at 0.0 and 0.1 (idle at both samples),
     # and perf saw it in unicodedata's NFKD at 0.05 (a whole request ran in between), and

@@ -161,6 +161,63 @@ def test_model_time_near_miss_and_unknown():
     assert when("compute.model", healthy(**{**PY_SPY_ONLY, "oncpu_share_model": None})) is UNKNOWN
 
 
+#: perf ran and sampled the model's native frames, but the runtime's library is stripped:
+#: its kernels are "[unknown]", so no kernel pattern can place them
+UNNAMED = {
+    **MODEL_BOUND,
+    "oncpu_source": "perf+py-spy",
+    "oncpu_share_compute": 0.02,
+    "oncpu_share_memory": 0.01,
+    "oncpu_share_model": 0.9,
+    "oncpu_share_other": 0.07,
+    "oncpu_share_inference": 0.93,
+    "compute_top_function": "[unknown] (onnxruntime_pybind11_state.so)",
+    "model_unnamed_library": "onnxruntime_pybind11_state.so",
+}
+PERF_ADVICE = ("perf available", "linux-perf", "install perf")
+
+
+def model_finding(metrics):
+    v = expect(healthy(**metrics), "compute", "model")
+    return v.findings[0]
+
+
+def test_model_time_without_native_stacks_asks_for_perf():
+    # GIVEN no native stacks (perf unavailable): installing perf is the fix
+    f = model_finding(PY_SPY_ONLY)
+    assert f.rule.id == "compute.model"
+    assert f.fixes[0].startswith("Capture again with perf available")
+
+
+def test_model_time_in_a_stripped_library_names_it_instead_of_asking_for_perf():
+    # GIVEN perf ran, and the model's frames are [unknown] in a stripped library
+    f = model_finding(UNNAMED)
+    # THEN the finding says why they are unnamed and what would name them, never "get perf"
+    assert f.rule.id == "compute.model_unnamed"
+    assert "onnxruntime_pybind11_state.so" in f.summary and "no symbols" in f.summary
+    assert "stripped" in f.fixes[0] and "debug symbols" in f.fixes[0]
+    assert "perf report --sort dso" in f.fixes[0]
+    text = " ".join([f.summary, *f.fixes, f.rule.explain]).lower()
+    assert not any(a in text for a in PERF_ADVICE[:2])
+    assert when("compute.model", healthy(**UNNAMED)) is False
+
+
+def test_model_time_in_named_but_unknown_kernels_points_at_the_frame_patterns():
+    # GIVEN perf ran and named the frames, but no kernel pattern matches them
+    named = {**UNNAMED, "compute_top_function": "RunKernel (libcustom.so)",
+             "model_unnamed_library": ""}  # fmt: skip
+    f = model_finding(named)
+    assert f.rule.id == "compute.model_unclassified"
+    assert "RunKernel (libcustom.so)" in f.fixes[0] and "frames.toml" in f.fixes[0]
+    assert not any(a in " ".join(f.fixes).lower() for a in PERF_ADVICE)
+
+
+def test_only_one_model_rule_fires_whatever_perf_did():
+    model_rules = {"compute.model", "compute.model_unnamed", "compute.model_unclassified"}
+    for m in (PY_SPY_ONLY, UNNAMED, {**UNNAMED, "model_unnamed_library": ""}):
+        assert len(fired(healthy(**m)) & model_rules) == 1
+
+
 #: measured: the zoo's fastapi_wordpiece_bert on a quiet 2-core host (accuracy run of
 #: 2026-12-01, capture 0): 6 concurrent requests each run a BERT forward on its own AnyIO
 #: thread at one intra-op thread; the threads block between requests (none CPU-bound all
