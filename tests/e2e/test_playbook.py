@@ -146,3 +146,18 @@ def test_every_verdict_kind_is_explained():
             if token not in table:
                 missing.append(f"{token} ({path.name}: {rule['id']})")
     assert not missing, "add these verdicts to docs/playbook.md section 2: " + ", ".join(missing)
+
+
+def test_the_pager_card_comes_first_and_its_commands_exist():
+    # GIVEN the playbook's pager card: the commands at 3 a.m., before any explanation
+    lines = PLAYBOOK.read_text().splitlines()
+    card = "\n".join(lines[:20])
+    assert lines[2].startswith("**Pager card.**"), lines[:3]
+    commands = re.findall(r"`(diagnose [^`]+)`", card)
+    assert [c.split()[1] for c in commands] == ["attach", "attach", "compare"]
+    # THEN every subcommand and option it names is one the installed CLI takes
+    for command in commands:
+        sub, *args = command.split()[1:]
+        helptext = run_cli(sub, "--help").stdout
+        for opt in (a for a in args if a.startswith("-")):
+            assert re.search(rf"(^|[ ,]){re.escape(opt)}\b", helptext, re.M), (command, opt)
