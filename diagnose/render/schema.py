@@ -177,7 +177,7 @@ REPORT = Obj(
             required=frozenset({"pid", "comm"}),
         ),
         "capture": Obj(
-            {"started": STR, "ended_by": Opt(STR), "duration_actual": Opt(NUM)},
+            {"started": STR, "ended_by": Opt(STR), "duration_actual": Opt(NUM), "command": _STRS},
             required=frozenset({"started"}),
         ),
         "verdict": _VERDICT,

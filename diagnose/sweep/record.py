@@ -30,6 +30,7 @@ from diagnose.bundle.schema import (
 )
 from diagnose.errors import BadBundle
 from diagnose.sweep.loadgen import LoadFigures
+from diagnose.sweep.plan import MAX_USERS
 from diagnose.sweep.runner import RECORD, SCHEMA, SCHEMA_VERSION
 
 #: a record of 12 settings x 20 steps is about 200 KiB
@@ -147,6 +148,8 @@ def load_record(sweep_dir: Path, trusted_only: bool = False) -> dict[str, Any]:
 def _check_figures(record: dict[str, Any]) -> None:
     for i, s in enumerate(record["settings"]):
         for j, step in enumerate(s["steps"]):
+            if not 1 <= step["users"] <= MAX_USERS:
+                raise BadBundle(f"settings[{i}].steps[{j}].users: not within 1..{MAX_USERS}")
             if isinstance(step.get("load"), dict):
                 try:
                     LoadFigures.from_dict(step["load"])
