@@ -241,8 +241,7 @@ def gil_behind_locks(m: dict[str, Any]) -> None:
     was itself queueing for the GIL (measured by perf; nothing is added where it was not).
     Threads queued on a lock whose holder waits for the GIL wait for the GIL too: a model
     lock held across a GIL release and re-take is as slow as the Python code that holds the
-    GIL meanwhile (the zoo's mixed_textclean_model_lock: holders waited for the GIL 74% of
-    the time they held the lock, against 2-8% on the lock samples)."""
+    GIL meanwhile (docs/accuracy.md, "Per-threshold evidence")."""
     gil = m.get("busy_share_gil")
     if gil is None:
         return

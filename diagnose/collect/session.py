@@ -507,7 +507,7 @@ def _import_aside(module: str) -> None:
     service's). Not earlier: imported while the collectors start, it ran into the window and
     diagnose's CPU there went from 0.10 to 0.15 cores (docs/performance.md); imported while
     the collectors start with the window waiting for it, it moved as much time into the
-    start-up as it took out of the finish (2026-12-03). A failed import here is raised again
+    start-up as it took out of the finish. A failed import here is raised again
     where the module is used."""
 
     def run() -> None:

@@ -6,11 +6,9 @@
 - CPU-wide (``-a -C``: the CPUs the target may run on, at most 16), where diagnose may
   (CAP_PERFMON or CAP_SYS_ADMIN, or ``perf_event_paranoid`` <= 0), not the target's threads
   (``-p PID``, the fallback): per-thread events are switched in and out with every context
-  switch of the target's threads, a cost the target pays. Measured side by side on a
-  4-thread service (``python -m benchmarks overhead --targets few --variants "alone;perf
-  record;perf record -a"``, 9 rounds): ``-p`` cost it 2.4% of its throughput, ``-a`` 0.3%
-  (0.0-2.0% and -0.3% in an earlier 7 rounds). Threads the target starts during the
-  capture are sampled too, and no event of an exited thread is left to poll (perf 6.1's
+  switch of the target's threads, a cost the target pays (``-p`` cost a 4-thread service
+  2.4% of its throughput, ``-a`` 0.3%: docs/performance.md). Threads the target starts
+  during the capture are sampled too, and no event of an exited thread is left to poll (perf 6.1's
   busy loop, collect/perf/record.py). The recording also holds what else ran on those CPUs;
   it is read back for the target's PID alone and deleted once converted (a capture killed
   before that leaves it in the bundle, which only its owner may read);
@@ -18,10 +16,9 @@
 - ``cpu-clock`` everywhere, also where a PMU exists: a software timer present on every
   host, each sample is the same slice of CPU time (so shares are time shares, and bundles
   from different hosts compare); hardware counters are the ``perf_stat`` collector's job.
-- frame-pointer call graphs, not DWARF: measured here (figures in
-  :mod:`diagnose.collect.perf`), DWARF wrote 7.5-11 MB per 10 s against 0.05 MB and still
-  stopped inside NumPy's ufunc loops (88% of its stacks cut), while py-spy supplies the
-  Python frames above the native ones anyway. With frame pointers the BLAS kernel itself
+- frame-pointer call graphs, not DWARF (:mod:`diagnose.collect.perf` says why): DWARF
+  still stopped inside NumPy's ufunc loops, while py-spy supplies the Python frames above
+  the native ones anyway. With frame pointers the BLAS kernel itself
   (``sgemm_kernel_SKYLAKEX``) is the leaf of every sample, which is what the on-CPU
   categories need.
 

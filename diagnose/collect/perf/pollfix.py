@@ -4,35 +4,31 @@
 there at the start exits, its event reports ``POLLHUP``; perf then clears that descriptor's
 ``events`` (``fdarray__filter``) but leaves it in the array it polls, and the kernel reports
 ``POLLHUP`` whatever ``events`` asks for: every ``poll()`` returns at once, and perf spins
-on a whole core until it ends (perf 6.1 here; measured 0.7 cores for each of a capture's two
-perf processes beside a FastAPI service whose thread pool dropped an idle worker, 2.3 CPU-s
-in a 4 s recording of a target whose one thread exited).
+on a whole core until it ends (perf 6.1; figures in docs/performance.md).
 
 The fix is a ``poll()`` that leaves the entries perf set aside (``events == 0``) out of the
 call and reports nothing for them, loaded into perf with ``LD_PRELOAD``: perf then sleeps
-in ``poll()`` as it does before any thread exits (0.15 CPU-s in the same 4 s recording).
+in ``poll()`` as it does before any thread exits.
 The same library serves perf ``/proc/kallsyms`` from a snapshot diagnose takes once
 (:func:`_snapshot`): perf reads the kernel's symbol table four times as it starts, and the
-kernel formats those 5 MB of text anew each time: 0.15-0.18 CPU-s of every perf record
-here, 0.03-0.05 with the snapshot, and four perf processes start at once for a two-worker
-service's capture, on the critical path to its window. ``perf script`` gets the snapshot
-through its own ``--kallsyms`` (its output is the same, byte for byte).
+kernel formats those 5 MB of text anew each time, and four perf processes start at once
+for a two-worker service's capture, on the critical path to its window. ``perf script``
+gets the snapshot through its own ``--kallsyms`` (its output is the same, byte for byte).
 
-It is compiled from :data:`SOURCE` with the host's C compiler (``cc``; 0.14 CPU-s and 0.2 s
-of every capture's start-up here) into a private directory of its own (mode 0700, removed at
-exit) held open by descriptor (``bundle/safedir.py``): the compiler's temporary files go
-there too, and the compiler and perf reach it through ``/proc/self/fd/N`` paths, so nothing
-another user can write or swap in (a ``$TMPDIR`` of theirs included) is ever loaded into a
-perf run as root. The library built is kept in diagnose's cache
-(:func:`diagnose.resources.cache_dir`, named by a digest of what it is built from) and later
-captures copy it from there instead of compiling: only from a directory our user owns with
-mode 0700 (else it is built anew each time and that directory left alone), and only a
-regular file of ours nobody else may write, with one link (else it is built anew and put in
-that file's place). A worker's capture, started by the diagnose that captures its
-service, is handed that one's directory by descriptor (:func:`inherit`). Without a compiler
-(or where the build fails) perf runs as it is, and the busy-loop watchdog of
-:mod:`diagnose.collect.perf.record` stops a perf that spins (its recording until then is
-kept); the collectors say which of the two applied.
+It is compiled from :data:`SOURCE` with the host's C compiler (``cc``) into a private
+directory of its own (mode 0700, removed at exit) held open by descriptor
+(``bundle/safedir.py``): the compiler's temporary files go there too, and the compiler and
+perf reach it through ``/proc/self/fd/N`` paths, so nothing another user can write or swap
+in (a ``$TMPDIR`` of theirs included) is ever loaded into a perf run as root. The library
+built is kept in diagnose's cache (:func:`diagnose.resources.cache_dir`, named by a digest
+of what it is built from) and later captures copy it from there instead of compiling: only
+from a directory our user owns with mode 0700 (else it is built anew each time and that
+directory left alone), and only a regular file of ours nobody else may write, with one link
+(else it is built anew and put in that file's place). A worker's capture, started by the
+diagnose that captures its service, is handed that one's directory by descriptor
+(:func:`inherit`). Without a compiler (or where the build fails) perf runs as it is, and the
+busy-loop watchdog of :mod:`diagnose.collect.perf.record` stops a perf that spins (its
+recording until then is kept); the collectors say which of the two applied.
 """
 
 from __future__ import annotations

@@ -6,27 +6,25 @@ One ``perf record -p PID`` of:
   CPU (and which), with the kernel's own "preempted" flag;
 - ``sched:sched_switch`` with frame-pointer call chains: the state a thread left in
   (R = preempted, S = sleeping, D = disk) and where it blocked;
-- ``sched:sched_wakeup``: who woke whom. Measured here: in a per-process recording a
-  wakeup is seen only when the waker is a thread of the target (a timer interrupt or
-  another process waking it is not recorded), so wakeup-to-run delay is known for those
-  wakeups and for every preemption, and stays unknown (never estimated) for the rest;
+- ``sched:sched_wakeup``: who woke whom. In a per-process recording a wakeup is seen only
+  when the waker is a thread of the target (a timer interrupt or another process waking it
+  is not recorded), so wakeup-to-run delay is known for those wakeups and for every
+  preemption, and stays unknown (never estimated) for the rest;
 - ``syscalls:sys_enter_futex`` / ``sys_exit_futex`` (where the kernel has them): every
   futex wait with its address, duration and releaser.
 
-Defaults, from measurement on this 2-core VM (see :mod:`diagnose.collect.perf`):
-frame pointers, because DWARF call chains on sched_switch wrote ~50 MB/s (the platform
-notes saw 19 MB/s) and here unwound no further than libc's futex wrapper, while frame
-pointers wrote 0.3-4.6 MB/s (4.6 for six threads on one lock, ~6,000 switches/s): the
-Python frames come from py-spy, joined at the same time in the analysis. The recording is
-bounded by a file cap (``--max-size``): the size its event budget needs (below), so that a
-busy service is traced only for as long as what is converted takes (a torch service under
-load: its first second), or 256 MB or a quarter of the bundle budget where those are
-smaller (reported as missing events when hit); by a 2 MiB ring buffer per CPU, 64 MiB for
-all CPUs at most (dropped events are counted); and by :data:`MAX_SECONDS` of the capture
-window. perf checks the cap when it writes, so the file can exceed it by up to its ring
-buffers. A recording that perf stopped at the disk's cap ("perf size limit reached") misses
-events and is reported as cut; one it stopped at its event budget's size holds more than the
-conversion reads, and says when it stopped (``traced_until_s``) in a note.
+Frame-pointer call chains (see :mod:`diagnose.collect.perf`): DWARF on sched_switch wrote
+ten times more and unwound no further than libc's futex wrapper; the Python frames come from
+py-spy, joined at the same time in the analysis. The recording is bounded by a file cap
+(``--max-size``): the size its event budget needs (below), so that a busy service is traced
+only for as long as what is converted takes (a torch service under load: its first second),
+or 256 MB or a quarter of the bundle budget where those are smaller (reported as missing
+events when hit); by a 2 MiB ring buffer per CPU, 64 MiB for all CPUs at most (dropped
+events are counted); and by :data:`MAX_SECONDS` of the capture window. perf checks the cap
+when it writes, so the file can exceed it by up to its ring buffers. A recording that perf
+stopped at the disk's cap ("perf size limit reached") misses events and is reported as cut;
+one it stopped at its event budget's size holds more than the conversion reads, and says
+when it stopped (``traced_until_s``) in a note.
 
 Converting the recording (``perf script``, then pairing its events) is most of the time from
 the end of a capture to its verdict, so it is bounded too: at most :func:`event_budget`
@@ -63,31 +61,19 @@ RING_BYTES = (
     2 * 2**20
 )  # per CPU (64 MiB in all at most): 1 MiB dropped events on a loaded 2-core host
 SCRIPT_TIMEOUT = 180.0
-#: events converted per second of the capture window, and at least. 10 s of a torch service
-#: under locust load recorded 390,000-550,000 events here, a six-thread lock service
-#: 117,000-125,000; each costs about 14 us (idle host: ``perf script`` 5 us, diagnose's
-#: parsing and pairing 9 us; three times that beside the loaded service). The 125 bundles
-#: of the accuracy run of 2026-12-02 (at 150,000), judged again with their scheduler tables
-#: cut to what 60,000 and to what 30,000 events give, kept every verdict and ranking
-#: (confidence by 0.015 at most; docs/performance.md). 60,000 (2026-12-02 to 12-03) still
-#: left the conversion of the scheduler trace the last to finish, 1.8-2.9 s after the window
-#: beside a loaded service (perf script, then ~10 us of Python an event on an idle host), so
-#: the budget is 30,000 for a 10 s window, confirmed by a fresh accuracy run at it
-#: (docs/accuracy.md): the lock services' traces are converted for their first ~2.5 s, the
-#: torch services' for ~0.7 s. Not bounded by it: perf script's start, which reads the
-#: symbols of every library the stacks pass through (collect/perf/symfs.py names
-#: libtorch_cpu.so's itself)
+#: events converted per second of the capture window, and at least: converting an event costs
+#: ~14 us and a busy service records tens of thousands a second, so converting all of them
+#: would make this trace the last part of every verdict; the first 30,000 events of a 10 s
+#: window judge every sample as all of them do (docs/accuracy.md, "Per-threshold evidence").
+#: Not bounded by it: perf script's start, which reads the symbols of every library the
+#: stacks pass through (collect/perf/symfs.py names libtorch_cpu.so's itself)
 EVENTS_PER_S = 3_000
 MIN_EVENTS = 30_000
 #: bytes of perf.data per scheduler event, at most, for the recording's own cap: perf stops
 #: recording once it has written what the event budget converts (``event_budget *
 #: BYTES_PER_EVENT``), so the service is not traced, and does not pay for tracing, in the
-#: rest of the window. Measured on the 125 bundles of the accuracy run of 2026-12-02 22:53
-#: (the bytes a trace held per second of the window, times the span its first 60,000 events
-#: covered): 6.0-6.3 MB per 60,000 events (~100 bytes each) on the services that reached the
-#: budget (lock, GIL, tokeniser, text-cleaning and torch services), 10 MB on one; 200 leaves
-#: room for deeper call chains (a trace with fewer events than the budget is judged as well:
-#: the same bundles cut to 30,000 events kept every verdict).
+#: rest of the window. About 100 bytes an event were measured (docs/accuracy.md); 200
+#: leaves room for deeper call chains, and a trace with fewer events is judged as well.
 BYTES_PER_EVENT = 200
 
 
