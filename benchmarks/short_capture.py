@@ -49,7 +49,7 @@ from benchmarks.common import (
     stat,
 )
 from benchmarks.zoo import all_samples, running, start_load
-from diagnose.service import window_cores
+from diagnose.app.service import window_cores
 
 
 class _HasPid(Protocol):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from diagnose.app.report import parse_formats
 from diagnose.cli.common import (
     Progress,
     after_capture_options,
@@ -19,7 +20,6 @@ from diagnose.cli.group import main
 from diagnose.collect.base import CaptureOptions
 from diagnose.collect.perf import pollfix
 from diagnose.collect.session import capture
-from diagnose.report import parse_formats
 
 
 @main.command()

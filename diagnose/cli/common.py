@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 import click
 
+from diagnose.app.report import Diagnosis, report_json, write_reports
 from diagnose.bundle.manifest import TABLE_FORMATS
 from diagnose.collect.base import PERF_SCOPES, CaptureOptions
 from diagnose.collect.registry import COLLECTORS, parse_collectors, with_collector
@@ -19,7 +20,6 @@ from diagnose.collect.session import CaptureResult
 from diagnose.errors import ExitCode, OutputError, UsageError
 from diagnose.escape import term
 from diagnose.render.terminal import render_summary
-from diagnose.report import Diagnosis, report_json, write_reports
 
 rules_option = click.option(
     "--rules",

@@ -9,18 +9,18 @@ from typing import Any
 
 import click
 
+from diagnose.app.compare import compare as compare_bundles
+from diagnose.app.compare import open_comparison, open_side, write_comparison
+from diagnose.app.report import STDOUT, is_report_file, is_stream, parse_formats
+from diagnose.app.sweep import step_figures
 from diagnose.bundle.reader import Bundle
 from diagnose.cli.common import rules_option
 from diagnose.cli.group import main
-from diagnose.compare import compare as compare_bundles
-from diagnose.compare import open_comparison, open_side, write_comparison
 from diagnose.errors import DiagnoseError, ExitCode, UsageError
 from diagnose.escape import term
-from diagnose.outcome import figures, from_load
 from diagnose.render.compare import render_compare_summary
-from diagnose.report import STDOUT, is_report_file, is_stream, parse_formats
 from diagnose.sweep.loadgen import read_stats_file
-from diagnose.sweep.report import step_figures
+from diagnose.verdict.outcome import figures, from_load
 
 
 @main.command()

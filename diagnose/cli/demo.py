@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from diagnose.app.report import report_json, write_reports
 from diagnose.cli.common import Progress, bundle_dir_callback
 from diagnose.cli.group import main
 from diagnose.collect.base import CaptureOptions
@@ -25,7 +26,6 @@ from diagnose.demo import (
 )
 from diagnose.errors import ExitCode
 from diagnose.render.terminal import render_summary
-from diagnose.report import report_json, write_reports
 
 
 @main.command()

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import click
 
+from diagnose.app.export import export_bundle
+from diagnose.app.report import is_stream
 from diagnose.cli.common import rules_option
 from diagnose.cli.group import main
 from diagnose.escape import term
 from diagnose.export.encoders import ENCODERS
-from diagnose.export.output import export_bundle
 from diagnose.export.views import VIEWS
-from diagnose.report import is_stream
 
 
 @main.command()

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import click
 
+from diagnose.app.fleet import DEFAULT_THRESHOLD, load_pods
+from diagnose.app.fleet import fleet as fleet_model
+from diagnose.app.report import STDOUT, is_stream, open_output, parse_formats
 from diagnose.bundle.safedir import SafeDir
 from diagnose.cli.common import rules_option
 from diagnose.cli.group import main
 from diagnose.errors import UsageError
 from diagnose.escape import term
 from diagnose.render.watch import render_fleet_html, render_fleet_markdown, render_fleet_text
-from diagnose.report import STDOUT, is_stream, open_output, parse_formats
-from diagnose.watch.fleet import DEFAULT_THRESHOLD, load_pods
-from diagnose.watch.fleet import fleet as fleet_model
 
 NAMES = {"html": "fleet.html", "md": "fleet.md", "json": "fleet.json"}
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import click
 
+from diagnose.app.report import write_text
 from diagnose.cli.group import main
 from diagnose.escape import term
 from diagnose.render.watch import render_history_html, render_history_text
-from diagnose.report import write_text
 from diagnose.watch.history import history as store_history
 from diagnose.watch.store import Store
 

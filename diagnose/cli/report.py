@@ -8,13 +8,7 @@ from pathlib import Path
 
 import click
 
-from diagnose.cli.common import rules_option
-from diagnose.cli.group import main
-from diagnose.errors import UsageError
-from diagnose.escape import term
-from diagnose.render.sweep import render_sweep_summary
-from diagnose.render.terminal import render_summary
-from diagnose.report import (
+from diagnose.app.report import (
     STDOUT,
     is_report_file,
     is_stream,
@@ -23,8 +17,14 @@ from diagnose.report import (
     write_report_file,
     write_reports,
 )
+from diagnose.app.sweep import write_sweep_reports
+from diagnose.cli.common import rules_option
+from diagnose.cli.group import main
+from diagnose.errors import UsageError
+from diagnose.escape import term
+from diagnose.render.sweep import render_sweep_summary
+from diagnose.render.terminal import render_summary
 from diagnose.sweep.record import is_sweep_dir
-from diagnose.sweep.report import write_sweep_reports
 
 
 @main.command()

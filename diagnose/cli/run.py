@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from diagnose.app.report import parse_formats
 from diagnose.cli.common import (
     Progress,
     after_capture_options,
@@ -17,7 +18,6 @@ from diagnose.cli.common import (
 from diagnose.cli.group import main
 from diagnose.collect.base import CaptureOptions
 from diagnose.render.text import plain
-from diagnose.report import parse_formats
 from diagnose.run import run_command
 
 

@@ -13,16 +13,16 @@ from typing import Any
 
 import click
 
+from diagnose.app.report import parse_formats
+from diagnose.app.sweep import write_sweep_reports
+from diagnose.app.sweep_runner import Sweep, SweepPlan, sweep_is_partial
 from diagnose.cli.common import Progress, make_options, rules_option
 from diagnose.cli.group import main
 from diagnose.collect.registry import COLLECTORS
 from diagnose.errors import DiagnoseError, ExitCode, UsageError
 from diagnose.render.schema import Report
 from diagnose.render.sweep import render_sweep_summary, step_line, table_header
-from diagnose.report import parse_formats
 from diagnose.sweep.plan import Setting, parse_load, parse_steps, parse_vary, settings_for
-from diagnose.sweep.report import write_sweep_reports
-from diagnose.sweep.runner import Sweep, SweepPlan, sweep_is_partial
 from diagnose.words import count
 
 

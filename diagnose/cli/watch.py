@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from diagnose.app.watch import Stored, Target, WatchPlan
+from diagnose.app.watch import watch as watch_target
 from diagnose.cli.common import Progress, make_options, rules_option
 from diagnose.cli.group import main
 from diagnose.collect.registry import COLLECTORS
@@ -16,8 +18,6 @@ from diagnose.escape import term
 from diagnose.render.watch import stored_line
 from diagnose.watch.duration import format_duration, parse_duration
 from diagnose.watch.exporter import parse_address
-from diagnose.watch.loop import Stored, Target, WatchPlan
-from diagnose.watch.loop import watch as watch_target
 
 GIB = 1024**3
 

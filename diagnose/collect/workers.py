@@ -15,7 +15,7 @@ children with SIGINT, which makes each write a complete bundle of what it has. T
 :class:`~diagnose.collect.child.Child` helpers: killed if diagnose dies, never left behind.
 What each did is written to ``workers.json`` (:data:`WORKERS_MEMBER`): the PID, its
 bundle's directory, ``ok``/``partial``/``failed`` and why; the report judges each bundle
-(diagnose/service.py).
+(diagnose/app/service.py).
 """
 
 from __future__ import annotations

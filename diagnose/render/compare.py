@@ -1,4 +1,4 @@
-"""The comparison of two bundles (diagnose/compare.py) as Markdown, HTML and a terminal summary.
+"""The comparison of two bundles (diagnose/app/compare.py) as Markdown, HTML and a terminal summary.
 
 Like the report: the templates display the comparison dict and nothing else; everything the
 targets control (frames, thread names, command lines, paths) goes through ``md``/``md_code``
@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from diagnose.outcome import FIGURE_NOISE, OUTCOME_WORDS
 from diagnose.render.env import environment
 from diagnose.render.html import plotly_js, render_page, static_text
 from diagnose.render.terminal import finish
 from diagnose.render.text import md, md_code, plain, short_frame
+from diagnose.verdict.outcome import FIGURE_NOISE, OUTCOME_WORDS
 
 JUDGED = ("better", "worse", "moved")
 

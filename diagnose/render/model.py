@@ -280,6 +280,6 @@ def build_report(bundle: Bundle, analysis: Analysis, verdict: Verdict, ruleset: 
             if bundle.has(f)
         ],
         "extra": {k: v for k, v in analysis.extra.items() if k not in _PLACED_ELSEWHERE},
-        "service": {},  # filled by diagnose/service.py for a service of several workers
+        "service": {},  # filled by diagnose/app/service.py for a service of several workers
     }
     return cast(Report, jsonable(report))  # the same shape, as JSON values

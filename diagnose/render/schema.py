@@ -95,7 +95,7 @@ class Report(TypedDict):
     stacks: dict[str, Any]
     speedscope: list[str]
     extra: dict[str, Any]
-    #: a service of several workers captured together (diagnose/service.py): its verdict
+    #: a service of several workers captured together (diagnose/app/service.py): its verdict
     #: and each worker's; {} for one process
     service: dict[str, Any]
 

@@ -7,7 +7,7 @@ The rooms, in the order data flows:
   validated into a :class:`~diagnose.sweep.plan.SweepPlan` (pure);
 - :mod:`~diagnose.sweep.loadgen`: the drivers of existing load generators (locust, any
   command with ``{users}`` such as wrk) and the parsers of their figures;
-- :mod:`~diagnose.sweep.runner`: per setting and step, warm up, capture, take the
+- :mod:`~diagnose.app.sweep_runner`: per setting and step, warm up, capture, take the
   generator's figures for the same window and its own CPU; the record (``sweep.json``);
 - :mod:`~diagnose.sweep.analysis`: the knee, the band of each step, the recommendations
   and the best setting, from a table of steps (pure, unit-tested on hand-built tables);

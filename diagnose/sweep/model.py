@@ -1,7 +1,7 @@
 """The sweep report as one plain, JSON-ready dict (``SWEEPDIR/report.json``).
 
 Built from the record (``sweep.json``), each step's report (``bundle/report.json``: its
-verdict and metrics) and the comparison across each knee (diagnose/compare.py). The
+verdict and metrics) and the comparison across each knee (diagnose/app/compare.py). The
 renderers (render/sweep.py) only display it. Its shape is versioned by ``schema`` and
 documented in docs/sweep.md; fields are only ever added within a schema version.
 """
@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from diagnose import __version__
-from diagnose.service import lead_verdict
+from diagnose.app.service import lead_verdict
 from diagnose.sweep.analysis import (
     ERROR_LIMIT,
     GAIN_SHARE,

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from diagnose.app.sweep_runner import RECORD, SCHEMA, SCHEMA_VERSION
 from diagnose.bundle.safedir import read_regular
 from diagnose.bundle.schema import (
     ANY,
@@ -31,7 +32,6 @@ from diagnose.bundle.schema import (
 from diagnose.errors import BadBundle
 from diagnose.sweep.loadgen import LoadFigures
 from diagnose.sweep.plan import MAX_USERS
-from diagnose.sweep.runner import RECORD, SCHEMA, SCHEMA_VERSION
 
 #: a record of 12 settings x 20 steps is about 200 KiB
 MAX_RECORD_BYTES = 16 * 1024 * 1024

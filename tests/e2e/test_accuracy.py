@@ -32,11 +32,11 @@ from typing import Any
 
 import pytest
 
+from diagnose.app.report import diagnose
 from diagnose.bundle import Bundle
 from diagnose.collect.base import CaptureOptions
 from diagnose.collect.registry import COLLECTORS
 from diagnose.collect.session import capture
-from diagnose.report import diagnose
 from tests.conftest import pyenv_python, run_sample
 
 CAPTURE_S = 4.0

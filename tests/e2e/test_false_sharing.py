@@ -19,13 +19,13 @@ from typing import Any
 
 import pytest
 
+from diagnose.app.report import diagnose
 from diagnose.bundle import Bundle
 from diagnose.collect.base import CaptureOptions
 from diagnose.collect.perf.false_sharing import ADDR_REGS
 from diagnose.collect.registry import with_collector
 from diagnose.collect.session import capture
 from diagnose.formats import x86
-from diagnose.report import diagnose
 from tests.conftest import run_sample
 
 pytestmark = pytest.mark.skipif(

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
+from diagnose.app.report import write_reports
 from diagnose.collect.base import CaptureOptions
 from diagnose.collect.session import capture
 from diagnose.render.html import severity
-from diagnose.report import write_reports
 from tests.conftest import run_sample
 from tests.e2e.browser import chromium, full_page_screenshot
 

@@ -19,12 +19,12 @@ import pandas as pd
 import psutil
 import pytest
 
+from diagnose.app.report import diagnose
 from diagnose.bundle import Bundle
 from diagnose.collect.base import CaptureOptions
 from diagnose.collect.perf import pollfix
 from diagnose.collect.perf import sched as sched_mod
 from diagnose.collect.session import capture
-from diagnose.report import diagnose
 from tests.conftest import ROOT
 
 TARGETS = ROOT / "tests" / "targets"

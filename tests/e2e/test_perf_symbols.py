@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from diagnose.app.report import diagnose
 from diagnose.collect.perf import symfs
 from diagnose.formats.perf_script import parse_script
-from diagnose.report import diagnose
 from tests.e2e.test_perf import PERF, TARGETS, capture_of, target
 
 pytestmark = pytest.mark.skipif(

@@ -26,13 +26,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from diagnose.app.report import write_reports
 from diagnose.bundle import writer as writer_module
 from diagnose.bundle.reader import Bundle
 from diagnose.cli import main
 from diagnose.collect import child as child_module
 from diagnose.collect.base import CaptureOptions
 from diagnose.collect.session import capture
-from diagnose.report import write_reports
 from tests.conftest import FIXTURES, is_root
 from tests.e2e.cli import run_cli
 

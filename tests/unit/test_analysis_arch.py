@@ -20,7 +20,7 @@ from diagnose.analyse.arch import (
     Syscalls,
     recorded_machine,
 )
-from diagnose.report import diagnose
+from diagnose.app.report import diagnose
 from tests.conftest import ROOT
 
 FIXTURE = ROOT / "tests" / "fixtures" / "bundles" / "lock_contention"

@@ -39,7 +39,7 @@ def test_the_catalogue_is_complete_whatever_is_imported():
     # GIVEN a fresh interpreter that imports the catalogue alone, and one that imports the
     # whole analysis first WHEN each lists the metrics THEN both list all of them, in order
     names = []
-    for imports in ("", "import diagnose.analyse, diagnose.report; "):
+    for imports in ("", "import diagnose.analyse, diagnose.app.report; "):
         res = subprocess.run(
             [
                 sys.executable,

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from diagnose.app.report import diagnose
 from diagnose.bundle import Bundle
 from diagnose.bundle.compaction import COMPACTED, compact_tables, parquet_name
 from diagnose.bundle.manifest import CSV_GUARDED, Manifest
@@ -20,7 +21,6 @@ from diagnose.bundle.safedir import SafeDir
 from diagnose.bundle.writer import BundleWriter
 from diagnose.errors import BadBundle
 from diagnose.escape import csv_cell
-from diagnose.report import diagnose
 from tests.conftest import FIXTURES, ROOT
 
 FIXTURE = FIXTURES / "bundles" / "lock_contention"

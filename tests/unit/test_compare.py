@@ -8,7 +8,7 @@ import re
 import pytest
 
 from diagnose.analyse.registry import known_metrics
-from diagnose.compare import (
+from diagnose.app.compare import (
     DIRECTIONS,
     build_comparison,
     diff_tree,
@@ -267,7 +267,7 @@ def test_a_caveat_never_shows_an_empty_value():
 
 def test_parents_always_cover_their_children_after_rounding():
     # GIVEN stacks whose values round so that children would sum past their parent
-    from diagnose.compare import diff_tree
+    from diagnose.app.compare import diff_tree
 
     before = {("a", f"b{i}"): 0.33334 for i in range(3)}
     after = {("a", f"b{i}"): 0.33336 for i in range(3)}
@@ -285,7 +285,7 @@ def test_parents_always_cover_their_children_after_rounding():
 
 
 def test_a_lock_removed_from_a_worker_that_was_not_the_busiest_is_gone():
-    from diagnose.compare import finding_changes, service_findings
+    from diagnose.app.compare import finding_changes, service_findings
 
     lock = {"id": "lock.contended", "category": "lock", "kind": "mutex", "title": "Lock",
             "score": 0.7, "summary": "7 waiters", "evidence": [{"metric": "lock_top_site", "display": "predict (app.py:43)"}]}  # fmt: skip
@@ -306,7 +306,7 @@ def test_a_lock_removed_from_a_worker_that_was_not_the_busiest_is_gone():
 
 
 def test_a_lock_at_another_line_is_another_lock():
-    from diagnose.compare import finding_changes
+    from diagnose.app.compare import finding_changes
 
     def lock(site: str) -> dict:
         return {"id": "lock.contended", "category": "lock", "title": "Lock", "score": 0.7,

@@ -1,5 +1,5 @@
 """compare after a fix, on hand-built analyses: the service's own figures first, the verdict
-change in words, and metric directions that make sense for an improvement (diagnose/outcome.py).
+change in words, and metric directions that make sense for an improvement (diagnose/verdict/outcome.py).
 
 The case is issue 18's: a model lock removed, one-client p50 from 52 ms to 8 ms. Before, the
 threads wait on the lock; after, the time they waited goes to running and to queueing for a
@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from diagnose.compare import build_comparison
-from diagnose.outcome import figures, service_change, verdict_words
+from diagnose.app.compare import build_comparison
 from diagnose.render.compare import (
     render_compare_html,
     render_compare_markdown,
     render_compare_summary,
 )
+from diagnose.verdict.outcome import figures, service_change, verdict_words
 
 BEFORE_METRICS = {
     "busy_share_lock": 0.75,

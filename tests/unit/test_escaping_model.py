@@ -26,9 +26,11 @@ import pytest
 from click.testing import CliRunner
 from markdown_it import MarkdownIt
 
+from diagnose.app.compare import build_comparison, finding_changes
+from diagnose.app.fleet import Pod, fleet
+from diagnose.app.report import diagnose
+from diagnose.app.service import service_section
 from diagnose.cli import main
-from diagnose.compare import build_comparison, finding_changes
-from diagnose.outcome import figures
 from diagnose.render.charts import chart_data
 from diagnose.render.compare import (
     render_compare_html,
@@ -46,10 +48,8 @@ from diagnose.render.watch import (
     render_history_html,
     render_history_text,
 )
-from diagnose.report import diagnose
 from diagnose.resources import templates_dir
-from diagnose.service import service_section
-from diagnose.watch.fleet import Pod, fleet
+from diagnose.verdict.outcome import figures
 from diagnose.watch.history import history
 from diagnose.watch.store import Store
 from tests.conftest import FIXTURES

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-import diagnose.export.output as output
+import diagnose.app.export as output
 from diagnose.analyse import analyse
+from diagnose.app.export import export_bundle
 from diagnose.bundle.reader import Bundle
 from diagnose.export.encoders import ENCODERS, Encoder
-from diagnose.export.output import export_bundle
 from tests.conftest import FIXTURES, ROOT
 from tests.unit.pprof_proto import Reader
 from tests.unit.test_cli import run_main

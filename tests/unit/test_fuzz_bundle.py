@@ -27,11 +27,11 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
+from diagnose.app.report import write_reports
 from diagnose.bundle.manifest import Manifest
 from diagnose.bundle.reader import Bundle
 from diagnose.cli import main
 from diagnose.errors import BadBundle, DiagnoseError
-from diagnose.report import write_reports
 from tests.conftest import FIXTURES, ROOT
 from tests.unit.fuzzing import fuzz
 

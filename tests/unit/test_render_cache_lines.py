@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from markdown_it import MarkdownIt
 
+from diagnose.app.report import Diagnosis, diagnose
 from diagnose.render.charts import chart_data
 from diagnose.render.html import render_html
 from diagnose.render.markdown import render_markdown
-from diagnose.report import Diagnosis, diagnose
 from tests.conftest import FIXTURES
 from tests.unit.test_render_html import EVIL, Page
 

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from diagnose.app.report import diagnose
 from diagnose.render.charts import chart_data
 from diagnose.render.html import render_html
 from diagnose.render.markdown import render_markdown
 from diagnose.render.terminal import render_summary
-from diagnose.report import diagnose
 from tests.conftest import FIXTURES
 from tests.unit.test_render_html import Page
 

@@ -12,9 +12,9 @@ from html.parser import HTMLParser
 import pytest
 from markupsafe import escape as html_escape
 
+from diagnose.app.report import Diagnosis, diagnose
 from diagnose.render.charts import chart_data
 from diagnose.render.html import render_html
-from diagnose.report import Diagnosis, diagnose
 from tests.conftest import FIXTURES
 
 EVIL = "<script>alert(1)</script>"

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from diagnose.report import diagnose
+from diagnose.app.report import diagnose
 from tests.conftest import FIXTURES, ROOT
 
 DOC = ROOT / "docs" / "report-json.md"

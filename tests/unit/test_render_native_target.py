@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
+from diagnose.app.report import diagnose
 from diagnose.render.charts import chart_data
 from diagnose.render.html import render_html
 from diagnose.render.markdown import render_markdown
 from diagnose.render.terminal import render_summary
 from diagnose.render.text import native_only
-from diagnose.report import diagnose
 from tests.conftest import FIXTURES
 
 

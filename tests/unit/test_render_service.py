@@ -7,13 +7,13 @@ import copy
 
 import pytest
 
-from diagnose.compare import verdict_change
+from diagnose.app.compare import verdict_change
+from diagnose.app.report import Diagnosis, diagnose
+from diagnose.app.service import lead_verdict, service_section
 from diagnose.render.charts import chart_data
 from diagnose.render.html import render_html
 from diagnose.render.markdown import render_markdown
 from diagnose.render.terminal import render_summary
-from diagnose.report import Diagnosis, diagnose
-from diagnose.service import lead_verdict, service_section
 from tests.conftest import FIXTURES
 
 

@@ -6,8 +6,8 @@ import copy
 
 import pytest
 
+from diagnose.app.report import diagnose
 from diagnose.render.terminal import render_summary
-from diagnose.report import diagnose
 from tests.conftest import FIXTURES
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from diagnose.compare import compare
+from diagnose.app.compare import compare
+from diagnose.app.report import diagnose, write_reports
 from diagnose.errors import ExitCode
 from diagnose.render.model import MAX_STACKS, SMALLER_STACKS, report_flames, stack_section
-from diagnose.report import diagnose, write_reports
 from tests.conftest import FIXTURES
 from tests.unit.test_cli import run_main
 

@@ -1,4 +1,4 @@
-"""A bundle of several workers read back (diagnose/report.py, diagnose/service.py): each
+"""A bundle of several workers read back (diagnose/app/report.py, diagnose/app/service.py): each
 worker's bundle judged where it can be, and a crafted bundle (from a ticket) can make
 diagnose neither follow a link out of the bundle nor judge without bound."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from diagnose.report import diagnose, write_reports
-from diagnose.service import MAX_OTHER_WORKERS
+from diagnose.app.report import diagnose, write_reports
+from diagnose.app.service import MAX_OTHER_WORKERS
 from tests.conftest import FIXTURES
 
 SOURCE = FIXTURES / "bundles" / "lock_contention"

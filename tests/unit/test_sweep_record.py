@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from diagnose.app.sweep import step_figures
 from diagnose.errors import BadBundle
 from diagnose.sweep.record import load_record
-from diagnose.sweep.report import step_figures
 from tests.conftest import FIXTURES
 from tests.unit.test_cli import run_main
 from tests.unit.test_sweep_report import POOL, record, setting, step
@@ -188,9 +188,9 @@ def test_compare_ignores_a_record_over_the_size_cap(tmp_path):
 
 def test_the_host_url_password_is_redacted_in_the_record(tmp_path):
     # GIVEN diagnose sweep --host http://admin:S3cret@... (issue 40, finding 4)
+    from diagnose.app.sweep_runner import Sweep, SweepPlan
     from diagnose.collect.base import CaptureOptions
     from diagnose.sweep.plan import DEFAULT_SETTING, parse_load
-    from diagnose.sweep.runner import Sweep, SweepPlan
 
     host = "http://admin:S3cretPw42@127.0.0.1:8082"
     plan = SweepPlan(

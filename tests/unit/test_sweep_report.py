@@ -322,7 +322,7 @@ def test_docs_name_every_field_of_the_report():
 
 
 def test_compare_finds_a_sweep_steps_own_figures(tmp_path):
-    from diagnose.sweep.report import step_figures
+    from diagnose.app.sweep import step_figures
 
     steps = [step("base", 1, 40.0, 30.0), step("base", 2, 70.0, 40.0), step("base", 4, None, 0)]
     (tmp_path / "sweep.json").write_text(json.dumps(record([setting("base", "base", steps)])))

@@ -342,11 +342,11 @@ def test_the_longest_note_reaches_every_report_whole():
     # GIVEN the note of a master with 8 workers and helpers: the most it names
     import copy
 
+    from diagnose.app.report import diagnose
     from diagnose.render.charts import chart_data
     from diagnose.render.html import render_html
     from diagnose.render.markdown import render_markdown
     from diagnose.render.terminal import render_summary
-    from diagnose.report import diagnose
     from tests.conftest import FIXTURES
 
     workers = tuple(proc(200 + i, GUNICORN, listening=HTTP, cpu_cores=0.1) for i in range(8))

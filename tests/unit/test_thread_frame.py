@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from diagnose.compare import normalise_frame
+from diagnose.app.compare import normalise_frame
 from diagnose.formats.stacks import ThreadFrame
 
 

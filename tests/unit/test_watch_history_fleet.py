@@ -10,6 +10,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from diagnose.app.fleet import deviations, fleet, load_pods
 from diagnose.cli import main
 from diagnose.render.watch import (
     render_fleet_html,
@@ -18,7 +19,6 @@ from diagnose.render.watch import (
     render_history_html,
     render_history_text,
 )
-from diagnose.watch.fleet import deviations, fleet, load_pods
 from diagnose.watch.history import history
 from diagnose.watch.store import Store
 from tests.unit.watchkit import SOURCE, add_capture, at, healthy_report, lock_report, write_report

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from diagnose.app import watch as loop
+from diagnose.app.watch import Stored, Watcher, WatchPlan
 from diagnose.bundle.manifest import Manifest
 from diagnose.bundle.safedir import SafeDir
 from diagnose.bundle.writer import BundleWriter
@@ -20,9 +22,7 @@ from diagnose.cli.common import make_options
 from diagnose.collect.session import CaptureResult
 from diagnose.collect.target import Target
 from diagnose.errors import Busy, TargetError
-from diagnose.watch import loop
 from diagnose.watch.exporter import WatchCollector
-from diagnose.watch.loop import Stored, Watcher, WatchPlan
 from diagnose.watch.store import Store
 from tests.unit.watchkit import SOURCE
 

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from diagnose.report import diagnose
+from diagnose.app.report import diagnose
 from diagnose.watch.store import CAPTURES, Store, row_values
 from tests.conftest import FIXTURES
 

@@ -4,7 +4,7 @@ judges it, kept in a store (diagnose/watch/store.py) within its retention.
 One capture at a time: the next starts ``every_s`` after the previous one started, or at
 once when a capture (and its analysis) took longer; never two together. A capture is the
 library's :func:`~diagnose.collect.session.capture` and its judgement
-:func:`~diagnose.report.write_reports` (report.json only: the HTML page, the costliest
+:func:`~diagnose.app.report.write_reports` (report.json only: the HTML page, the costliest
 part, is drawn only for the bundles kept whole). SIGINT, SIGTERM and SIGHUP end the watch:
 a capture in progress ends early as attach's does and is still judged and stored.
 """
@@ -22,11 +22,11 @@ from pathlib import Path
 
 import psutil
 
+from diagnose.app.report import Diagnosis, open_output, render_reports, write_reports
 from diagnose.bundle.safedir import SafeDir
 from diagnose.collect.base import CaptureOptions
 from diagnose.collect.session import capture
 from diagnose.errors import BadBundle, Busy, TargetError, one_line
-from diagnose.report import Diagnosis, open_output, render_reports, write_reports
 from diagnose.run import LaunchedCommand, terminate_is_interrupt
 from diagnose.watch.exporter import WatchCollector, serve
 from diagnose.watch.store import CAPTURES, CaptureRow, Store, row_values

@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from diagnose.analyse import analyse
+from diagnose.app.service import service_section, worker_entries
 from diagnose.bundle.manifest import CollectorStatus
 from diagnose.bundle.safedir import SafeDir, read_regular, write_all
 from diagnose.bundle.schema import parse_json
 from diagnose.bundle.writer import dump_json, output_error
 from diagnose.errors import BadBundle, OutputError, UsageError
 from diagnose.render.schema import REPORT, REPORT_SCHEMA, Report
-from diagnose.service import service_section, worker_entries
 from diagnose.verdict import judge, load_rules
 from diagnose.verdict.ruleset import RuleSet
 
@@ -43,7 +43,7 @@ class Diagnosis:
     bundle: Bundle
     analysis: Analysis
     report: Report
-    #: a service's other workers (diagnose/service.py): each one's entry in workers.json,
+    #: a service's other workers (diagnose/app/service.py): each one's entry in workers.json,
     #: its diagnosis (None where it cannot be judged) and why not
     workers: list[tuple[dict[str, Any], Diagnosis | None, str]] = field(default_factory=list)
 
@@ -109,7 +109,7 @@ Analysed = tuple[dict[str, Any], "tuple[Bundle, Analysis] | None", str]
 
 
 def _analyse_workers(bundle: Bundle, rules_dir: Path | None) -> list[Analysed]:
-    """Each other worker of a service (workers.json, diagnose/service.py): its entry, its
+    """Each other worker of a service (workers.json, diagnose/app/service.py): its entry, its
     bundle and analysis (None where its bundle cannot be read) and why not."""
     from diagnose.bundle.reader import Bundle as BundleReader
 

@@ -5,14 +5,14 @@ builds one plain, JSON-ready dict, the contract the renderers display:
 
 - ``service``: the service's own figures (throughput, latency percentiles, errors) when
   known, each judged, and the outcome (improved, regressed, mixed, same): what the change
-  was made for, shown first (:mod:`diagnose.outcome`);
+  was made for, shown first (:mod:`diagnose.verdict.outcome`);
 - ``verdict``: both verdicts, whether the primary category changed, and the change in
   words (``words``: "the lock contention is gone; now compute-bound");
 - ``metrics``: every metric measured in either capture with its delta and, where the metric
   has a better direction (:data:`DIRECTIONS`), ``better`` or ``worse``; a change within the
   run-to-run noise (:data:`SHARE_NOISE`, :data:`RELATIVE_NOISE`) is ``same``; a metric
   that moved the wrong way because the bottleneck is gone or the service does more work is
-  ``moved``, with ``why`` (:func:`diagnose.outcome.judge_in_context`);
+  ``moved``, with ``why`` (:func:`diagnose.verdict.outcome.judge_in_context`);
 - ``findings``: rules that fired only after (appeared), only before (disappeared), or in both;
 - ``caveats``: what differs besides the change under test (the host's other load, cores,
   capture length, a partial capture, a collector missing on one side);
@@ -33,13 +33,7 @@ from typing import Any, TypeGuard
 
 from diagnose import __version__
 from diagnose.analyse.registry import known_metrics
-from diagnose.bundle.reader import Bundle
-from diagnose.errors import UsageError
-from diagnose.formats.stacks import Stack, ThreadFrame
-from diagnose.outcome import judge_in_context, service_change, verdict_words
-from diagnose.render.model import report_flames
-from diagnose.render.schema import Report
-from diagnose.report import (
+from diagnose.app.report import (
     OutputTarget,
     diagnose,
     is_report_file,
@@ -47,7 +41,13 @@ from diagnose.report import (
     open_directory,
     open_output,
 )
-from diagnose.service import finding_site, lead_verdict
+from diagnose.app.service import finding_site, lead_verdict
+from diagnose.bundle.reader import Bundle
+from diagnose.errors import UsageError
+from diagnose.formats.stacks import Stack, ThreadFrame
+from diagnose.render.model import report_flames
+from diagnose.render.schema import Report
+from diagnose.verdict.outcome import judge_in_context, service_change, verdict_words
 from diagnose.verdict.template import format_value
 
 COMPARE_SCHEMA = "diagnose.compare/1"
@@ -502,7 +502,7 @@ def build_comparison(
     service: tuple[Mapping[str, Any] | None, Mapping[str, Any] | None] = (None, None),
 ) -> dict[str, Any]:
     """Compare two reports (report dicts, as report.json holds them); ``service``: each
-    side's own figures (:func:`diagnose.outcome.figures`), or None."""
+    side's own figures (:func:`diagnose.verdict.outcome.figures`), or None."""
     focus = [
         e["metric"]
         for r in (rb, ra)
@@ -538,7 +538,7 @@ def compare(
 ) -> dict[str, Any]:
     """Diagnose both bundles (same rules) and compare them, or read both reports where a
     side is a report.json; ``service``: each side's own figures where known
-    (:func:`diagnose.outcome.figures`)."""
+    (:func:`diagnose.verdict.outcome.figures`)."""
     rules = list(rules_dirs)
     return build_comparison(side_report(before, rules), side_report(after, rules), service)
 

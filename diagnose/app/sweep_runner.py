@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from diagnose import __version__
+from diagnose.app.report import write_reports
 from diagnose.bundle.sections import CaptureInfo
 from diagnose.bundle.writer import DIR_MODE, BundleWriter
 from diagnose.collect.base import CaptureOptions
@@ -36,7 +37,6 @@ from diagnose.collect.session import CaptureResult, capture, validate_options
 from diagnose.collect.target import check_trace_access, resolve_target
 from diagnose.errors import DiagnoseError, LoadGeneratorError, OutputError, TargetError, UsageError
 from diagnose.render.schema import Report
-from diagnose.report import write_reports
 from diagnose.run import LaunchedCommand, terminate_is_interrupt
 from diagnose.sweep.loadgen import CpuWatch, Driver, StepFailed, describe_exit, make_driver
 from diagnose.sweep.plan import LoadSpec, Setting, service_command

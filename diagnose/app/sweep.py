@@ -10,18 +10,18 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from diagnose.app.compare import FILENAMES as COMPARE_FILES
+from diagnose.app.compare import compare, write_comparison
+from diagnose.app.report import OutputTarget, open_output, parse_report, write_reports
+from diagnose.app.sweep_runner import RECORD, STEP_FORMATS
 from diagnose.bundle.reader import Bundle
 from diagnose.bundle.safedir import SafeDir
-from diagnose.compare import FILENAMES as COMPARE_FILES
-from diagnose.compare import compare, write_comparison
 from diagnose.errors import BadBundle, DiagnoseError
-from diagnose.outcome import from_load
 from diagnose.render.schema import Report
-from diagnose.report import OutputTarget, open_output, parse_report, write_reports
 from diagnose.sweep.analysis import find_knee
 from diagnose.sweep.model import build_sweep_report, step_point
 from diagnose.sweep.record import is_sweep_dir, load_record
-from diagnose.sweep.runner import RECORD, STEP_FORMATS
+from diagnose.verdict.outcome import from_load
 
 FILENAMES = {"html": "report.html", "md": "report.md", "json": "report.json"}
 

@@ -3,7 +3,7 @@
 ``diagnose attach`` on a pre-fork master captures its workers side by side
 (collect/workers.py): the busiest in the bundle itself, the others in ``workers/PID/``,
 each a whole bundle, listed in ``workers.json``. Each of those is diagnosed as any bundle
-is (analysis, rules: diagnose/report.py), and the report gets a ``service`` section: a row per worker
+is (analysis, rules: diagnose/app/report.py), and the report gets a ``service`` section: a row per worker
 (its verdict, confidence and CPU) and the service's verdict over them
 (:func:`diagnose.verdict.service.service_verdict`, weighted by CPU).
 """
