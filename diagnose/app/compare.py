@@ -33,21 +33,15 @@ from typing import Any, TypeGuard
 
 from diagnose import __version__
 from diagnose.analyse.registry import known_metrics
-from diagnose.app.report import (
-    OutputTarget,
-    diagnose,
-    is_report_file,
-    load_report,
-    open_directory,
-    open_output,
-)
-from diagnose.app.service import finding_site, lead_verdict
+from diagnose.app.output import OutputTarget, open_directory, open_output
+from diagnose.app.report import diagnose
 from diagnose.bundle.reader import Bundle
 from diagnose.errors import UsageError
 from diagnose.formats.stacks import Stack, ThreadFrame
 from diagnose.render.model import report_flames
-from diagnose.render.schema import Report
+from diagnose.render.schema import Report, is_report_file, load_report
 from diagnose.verdict.outcome import judge_in_context, service_change, verdict_words
+from diagnose.verdict.service import finding_site, lead_verdict
 from diagnose.verdict.template import format_value
 
 COMPARE_SCHEMA = "diagnose.compare/1"

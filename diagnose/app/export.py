@@ -1,7 +1,7 @@
 """``diagnose export``: a bundle's flame views written as profile files, one per view.
 
 Every view is analysed and encoded before any file is written, and each file is written
-through a directory held open (:class:`~diagnose.app.report.OutputTarget`): it is either the old
+through a directory held open (:class:`~diagnose.app.output.OutputTarget`): it is either the old
 one or complete. Where the files go: into the bundle (default), a directory (``-o DIR``), one
 file (``-o FILE`` for one view) or stdout (``-o -``, one view).
 """
@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from diagnose.analyse import analyse
-from diagnose.app.report import OutputTarget, is_stream, open_bundle, open_directory
+from diagnose.app.output import OutputTarget, is_stream, open_directory
+from diagnose.app.report import open_bundle
 from diagnose.errors import BadBundle, UsageError
 from diagnose.export.encoders import ENCODERS
 from diagnose.export.profile import FlatProfile

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from diagnose import __version__
-from diagnose.app.report import diagnose, is_report_file, load_report
+from diagnose.app.report import diagnose
 from diagnose.errors import BadBundle
-from diagnose.render.schema import Report
+from diagnose.render.schema import Report, is_report_file, load_report
 from diagnose.watch.store import Store, is_store
 
 FLEET_SCHEMA = "diagnose.fleet/1"

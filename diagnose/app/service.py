@@ -10,13 +10,11 @@ is (analysis, rules: diagnose/app/report.py), and the report gets a ``service`` 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from diagnose.bundle.writer import WORKERS_MEMBER
 from diagnose.errors import BadBundle
-from diagnose.verdict.service import WorkerVerdict, service_verdict
-from diagnose.words import count
+from diagnose.verdict.service import WorkerVerdict, finding_site, service_verdict
 
 if TYPE_CHECKING:
     from diagnose.bundle.reader import Bundle
@@ -160,32 +158,3 @@ def merged_findings(reports: list[tuple[int, bool, Report]]) -> list[dict[str, A
                 {"pid": pid, "score": score, "page": "" if this else f"workers/{pid}/report.html"}
             )
     return sorted(merged.values(), key=lambda e: -float(e["score"]))
-
-
-def finding_site(finding: Mapping[str, Any]) -> str:
-    """The code a finding names, from its evidence: the first ``*_site`` (or top function,
-    top frame) it shows; "" when it names none."""
-    for ev in finding.get("evidence") or []:
-        name = str(ev.get("metric", ""))
-        if name.endswith(("_site", "_top_function", "_top_frame")) and ev.get("display"):
-            return str(ev["display"])
-    return ""
-
-
-def lead_verdict(report: Mapping[str, Any]) -> dict[str, Any]:
-    """The verdict a report leads with, for whatever compares or lists reports (compare,
-    sweep): the service's where several workers were captured (its category, kind, title
-    and confidence; its summary as the headline), else the process's."""
-    v = dict(report.get("verdict") or {})
-    service = report.get("service") or {}
-    sv = service.get("verdict")
-    if sv:
-        n = len(service.get("workers") or [])
-        v.update(
-            primary=sv.get("primary"),
-            kind=sv.get("kind"),
-            title=sv.get("title"),
-            confidence=sv.get("confidence"),
-            headline=f"the service's {count(n, 'worker')}: {sv.get('summary')}",
-        )
-    return v

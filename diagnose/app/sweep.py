@@ -12,15 +12,16 @@ from typing import Any
 
 from diagnose.app.compare import FILENAMES as COMPARE_FILES
 from diagnose.app.compare import compare, write_comparison
-from diagnose.app.report import OutputTarget, open_output, parse_report, write_reports
-from diagnose.app.sweep_runner import RECORD, STEP_FORMATS
+from diagnose.app.output import OutputTarget, open_output
+from diagnose.app.report import write_reports
+from diagnose.app.sweep_runner import STEP_FORMATS
 from diagnose.bundle.reader import Bundle
 from diagnose.bundle.safedir import SafeDir
 from diagnose.errors import BadBundle, DiagnoseError
-from diagnose.render.schema import Report
+from diagnose.render.schema import Report, parse_report
 from diagnose.sweep.analysis import find_knee
 from diagnose.sweep.model import build_sweep_report, step_point
-from diagnose.sweep.record import is_sweep_dir, load_record
+from diagnose.sweep.record import RECORD, is_sweep_dir, load_record
 from diagnose.verdict.outcome import from_load
 
 FILENAMES = {"html": "report.html", "md": "report.md", "json": "report.json"}

@@ -40,10 +40,8 @@ from diagnose.render.schema import Report
 from diagnose.run import LaunchedCommand, terminate_is_interrupt
 from diagnose.sweep.loadgen import CpuWatch, Driver, StepFailed, describe_exit, make_driver
 from diagnose.sweep.plan import LoadSpec, Setting, service_command
+from diagnose.sweep.record import RECORD, SCHEMA, SCHEMA_VERSION
 
-SCHEMA = "diagnose.sweep"
-SCHEMA_VERSION = 1
-RECORD = "sweep.json"
 STEP_FORMATS = ("html", "md", "json")
 #: Each step's capture runs longer than its load window, which starts once the collectors
 #: are up (their start-up costs CPU: it must not fall into the window). How much longer

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import psutil
 
-from diagnose.app.report import Diagnosis, open_output, render_reports, write_reports
+from diagnose.app.output import open_output
+from diagnose.app.report import FILENAMES, Diagnosis, render_reports, write_reports
 from diagnose.bundle.safedir import SafeDir
 from diagnose.collect.base import CaptureOptions
 from diagnose.collect.session import capture
@@ -181,7 +182,7 @@ class Watcher:
         prev = self.store.latest()
         changed = prev is None or prev.verdict != (values["category"], values["kind"])
         if changed:  # kept whole: with its page, for people to open
-            render_reports(d.report, open_output(d.bundle, ["html"], None), ["html"])
+            render_reports(d.report, open_output(d.bundle, ["html"], None, FILENAMES), ["html"])
         else:
             self.store.keep_report_only(rel)
         row = self.store.add(values, rel, kept_whole=changed)

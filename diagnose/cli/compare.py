@@ -11,7 +11,8 @@ import click
 
 from diagnose.app.compare import compare as compare_bundles
 from diagnose.app.compare import open_comparison, open_side, write_comparison
-from diagnose.app.report import STDOUT, is_report_file, is_stream, parse_formats
+from diagnose.app.output import STDOUT, is_stream
+from diagnose.app.report import parse_formats
 from diagnose.app.sweep import step_figures
 from diagnose.bundle.reader import Bundle
 from diagnose.cli.common import rules_option
@@ -19,6 +20,7 @@ from diagnose.cli.group import main
 from diagnose.errors import DiagnoseError, ExitCode, UsageError
 from diagnose.escape import term
 from diagnose.render.compare import render_compare_summary
+from diagnose.render.schema import is_report_file
 from diagnose.sweep.loadgen import read_stats_file
 from diagnose.verdict.outcome import figures, from_load
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from diagnose.app.export import export_bundle
-from diagnose.app.report import is_stream
+from diagnose.app.output import is_stream
 from diagnose.cli.common import rules_option
 from diagnose.cli.group import main
 from diagnose.escape import term

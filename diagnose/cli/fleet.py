@@ -9,7 +9,8 @@ import click
 
 from diagnose.app.fleet import DEFAULT_THRESHOLD, load_pods
 from diagnose.app.fleet import fleet as fleet_model
-from diagnose.app.report import STDOUT, is_stream, open_output, parse_formats
+from diagnose.app.output import STDOUT, is_stream, open_output
+from diagnose.app.report import parse_formats
 from diagnose.bundle.safedir import SafeDir
 from diagnose.cli.common import rules_option
 from diagnose.cli.group import main

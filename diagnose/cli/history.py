@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from diagnose.app.report import write_text
+from diagnose.app.output import write_text
 from diagnose.cli.group import main
 from diagnose.escape import term
 from diagnose.render.watch import render_history_html, render_history_text

@@ -8,20 +8,14 @@ from pathlib import Path
 
 import click
 
-from diagnose.app.report import (
-    STDOUT,
-    is_report_file,
-    is_stream,
-    parse_formats,
-    report_json,
-    write_report_file,
-    write_reports,
-)
+from diagnose.app.output import STDOUT, is_stream
+from diagnose.app.report import parse_formats, report_json, write_report_file, write_reports
 from diagnose.app.sweep import write_sweep_reports
 from diagnose.cli.common import rules_option
 from diagnose.cli.group import main
 from diagnose.errors import UsageError
 from diagnose.escape import term
+from diagnose.render.schema import is_report_file
 from diagnose.render.sweep import render_sweep_summary
 from diagnose.render.terminal import render_summary
 from diagnose.sweep.record import is_sweep_dir

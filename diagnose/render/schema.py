@@ -14,9 +14,23 @@ where they are made, in the verdict engine.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from pathlib import Path
+from typing import Any, TypedDict, cast
 
-from diagnose.bundle.schema import ANY, BOOL, INT, NUM, STR, DictOf, ListOf, Obj, Opt, Spec
+from diagnose.bundle.safedir import read_regular
+from diagnose.bundle.schema import (
+    ANY,
+    BOOL,
+    INT,
+    NUM,
+    STR,
+    DictOf,
+    ListOf,
+    Obj,
+    Opt,
+    Spec,
+    parse_json,
+)
 from diagnose.errors import BadBundle
 from diagnose.verdict.engine import FindingDict, NotEvaluatedDict, RankedDict, UncertainDict
 
@@ -251,3 +265,57 @@ REPORT = Obj(
         }
     ),
 )
+
+
+# --- a report.json read back ------------------------------------------------------------
+
+#: what a report must hold to be rendered or compared again
+REPORT_SECTIONS = (
+    "bundle", "target", "capture", "verdict", "findings", "metrics", "unmeasured",
+    "collectors", "not_measured", "series", "stacks",
+)  # fmt: skip
+
+
+def is_report_file(path: Path) -> bool:
+    """``path`` names a report (a JSON file), not a bundle (a directory)."""
+    return path.suffix.lower() == ".json" and not path.is_dir()
+
+
+#: a report.json with its stacks and series is a few MiB
+MAX_REPORT_BYTES = 256 * 1024 * 1024
+
+
+def load_report(path: Path) -> Report:
+    """A report.json that diagnose wrote, read back: what ``diagnose report`` re-renders
+    and ``diagnose compare`` compares. :class:`BadBundle` (exit 7) for anything else."""
+    try:
+        data, _ = read_regular(path, MAX_REPORT_BYTES)
+    except OSError as exc:
+        raise BadBundle(f"cannot read {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise BadBundle(f"{path}: {exc}") from None
+    return parse_report(data, path)
+
+
+def parse_report(data: bytes, path: Path) -> Report:
+    """``data`` checked to be a report.json diagnose wrote (``path`` names it in messages)."""
+    try:
+        doc = parse_json(data, path.name)
+    except BadBundle as exc:
+        raise BadBundle(f"{path} is not a report.json: not JSON ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("schema") != REPORT_SCHEMA:
+        found = doc.get("schema") if isinstance(doc, dict) else None
+        raise BadBundle(
+            f"{path} is not a diagnose report ({REPORT_SCHEMA}): its schema is {found!r}"
+        )
+    missing = [k for k in REPORT_SECTIONS if not isinstance(doc.get(k), (dict, list))]
+    if missing:
+        raise BadBundle(
+            f"{path} lacks {', '.join(missing)} (written by diagnose "
+            f"{doc.get('tool_version', '?')}?): run diagnose report on its bundle"
+        )
+    try:  # the type of every field a renderer reads
+        REPORT.check(doc, "")
+    except BadBundle as exc:
+        raise BadBundle(f"{path} is not a usable report: {exc}") from None
+    return cast(Report, doc)

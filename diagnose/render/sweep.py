@@ -13,10 +13,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from diagnose.app.service import lead_verdict
 from diagnose.render.env import environment
 from diagnose.render.html import plotly_js, render_page, static_text
 from diagnose.render.text import md, md_code, pct, plain
+from diagnose.verdict.service import lead_verdict
 
 #: Band colours by verdict category (as the terminal's), for the charts and the tables.
 CATEGORY_COLORS = {

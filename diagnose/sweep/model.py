@@ -13,7 +13,6 @@ from datetime import datetime, timezone
 from typing import Any
 
 from diagnose import __version__
-from diagnose.app.service import lead_verdict
 from diagnose.sweep.analysis import (
     ERROR_LIMIT,
     GAIN_SHARE,
@@ -31,6 +30,7 @@ from diagnose.sweep.analysis import (
     users_text,
 )
 from diagnose.sweep.loadgen import SATURATED_SHARE, LoadFigures
+from diagnose.verdict.service import lead_verdict
 
 SWEEP_REPORT_SCHEMA = "diagnose.sweep-report/1"
 

@@ -13,7 +13,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-from diagnose.app.sweep_runner import RECORD, SCHEMA, SCHEMA_VERSION
 from diagnose.bundle.safedir import read_regular
 from diagnose.bundle.schema import (
     ANY,
@@ -33,6 +32,10 @@ from diagnose.errors import BadBundle
 from diagnose.sweep.loadgen import LoadFigures
 from diagnose.sweep.plan import MAX_USERS
 
+#: the record: its schema and file name in the sweep directory
+SCHEMA = "diagnose.sweep"
+SCHEMA_VERSION = 1
+RECORD = "sweep.json"
 #: a record of 12 settings x 20 steps is about 200 KiB
 MAX_RECORD_BYTES = 16 * 1024 * 1024
 

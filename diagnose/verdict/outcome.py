@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from diagnose.app.service import lead_verdict
+from diagnose.verdict.service import lead_verdict
 from diagnose.verdict.template import format_value
 
 #: The service's figures compare reads, in the order shown: key, label, unit, better.

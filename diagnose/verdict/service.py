@@ -20,7 +20,7 @@ outweighs the other, and a busy worker's verdict outweighs an idle one's.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,3 +122,35 @@ def _summary(
             f"PID {w.pid} ({w.reason or w.status})" for w in failed
         )
     return text
+
+
+# --- a report's lead verdict, for whatever compares or lists reports ----------------------
+
+
+def finding_site(finding: Mapping[str, Any]) -> str:
+    """The code a finding names, from its evidence: the first ``*_site`` (or top function,
+    top frame) it shows; "" when it names none."""
+    for ev in finding.get("evidence") or []:
+        name = str(ev.get("metric", ""))
+        if name.endswith(("_site", "_top_function", "_top_frame")) and ev.get("display"):
+            return str(ev["display"])
+    return ""
+
+
+def lead_verdict(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The verdict a report leads with, for whatever compares or lists reports (compare,
+    sweep): the service's where several workers were captured (its category, kind, title
+    and confidence; its summary as the headline), else the process's."""
+    v = dict(report.get("verdict") or {})
+    service = report.get("service") or {}
+    sv = service.get("verdict")
+    if sv:
+        n = len(service.get("workers") or [])
+        v.update(
+            primary=sv.get("primary"),
+            kind=sv.get("kind"),
+            title=sv.get("title"),
+            confidence=sv.get("confidence"),
+            headline=f"the service's {count(n, 'worker')}: {sv.get('summary')}",
+        )
+    return v

@@ -30,11 +30,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from diagnose.app.report import MAX_REPORT_BYTES, parse_report
 from diagnose.bundle.safedir import SafeDir, UnsafeDirectory, split_member
 from diagnose.bundle.writer import output_error
 from diagnose.errors import BadBundle, Busy
-from diagnose.render.schema import Report
+from diagnose.render.schema import MAX_REPORT_BYTES, Report, parse_report
 
 INDEX = "index.sqlite"
 CAPTURES = "captures"

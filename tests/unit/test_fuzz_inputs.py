@@ -17,9 +17,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from diagnose.app.report import parse_report, write_reports
+from diagnose.app.report import write_reports
 from diagnose.errors import BadBundle
 from diagnose.render.markdown import render_markdown
+from diagnose.render.schema import parse_report
 from diagnose.sweep.loadgen import read_stats_file
 from diagnose.sweep.model import build_sweep_report
 from diagnose.sweep.record import load_record

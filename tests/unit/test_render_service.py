@@ -9,11 +9,12 @@ import pytest
 
 from diagnose.app.compare import verdict_change
 from diagnose.app.report import Diagnosis, diagnose
-from diagnose.app.service import lead_verdict, service_section
+from diagnose.app.service import service_section
 from diagnose.render.charts import chart_data
 from diagnose.render.html import render_html
 from diagnose.render.markdown import render_markdown
 from diagnose.render.terminal import render_summary
+from diagnose.verdict.service import lead_verdict
 from tests.conftest import FIXTURES
 
 
