@@ -23,7 +23,6 @@ builds one plain, JSON-ready dict, the contract the renderers display:
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -35,6 +34,7 @@ from diagnose import __version__
 from diagnose.analyse.registry import known_metrics
 from diagnose.app.output import OutputTarget, open_directory, open_output
 from diagnose.app.report import diagnose
+from diagnose.app.reporters import file_names, write_formats
 from diagnose.bundle.reader import Bundle
 from diagnose.errors import UsageError
 from diagnose.formats.stacks import Stack, ThreadFrame
@@ -555,9 +555,6 @@ def side_report(side: Path | Bundle | Report, rules_dirs: list[Path]) -> Report:
     return opened if isinstance(opened, dict) else diagnose(opened, rules_dirs).report
 
 
-FILENAMES = {"html": "compare.html", "md": "compare.md", "json": "compare.json"}
-
-
 def write_comparison(
     c: dict[str, Any],
     after: Path | Bundle | OutputTarget,
@@ -569,16 +566,8 @@ def write_comparison(
     AFTER bundle as the :class:`Bundle` that was compared (its directory is written through
     the descriptor held since it was opened), or where to write, opened already with
     :func:`open_comparison` (so that a bad ``-o`` is refused before the analyses)."""
-    from diagnose.render.compare import render_compare_html, render_compare_markdown
-
-    renderers = {
-        "json": lambda: json.dumps(c, indent=1, ensure_ascii=False, allow_nan=False) + "\n",
-        "md": lambda: render_compare_markdown(c),
-        "html": lambda: render_compare_html(c),
-    }
     target = after if isinstance(after, OutputTarget) else open_comparison(after, formats, out)
-    for fmt in formats:
-        target.write(fmt, renderers[fmt]())
+    write_formats("compare", c, target, formats)
     return target.paths()
 
 
@@ -586,6 +575,8 @@ def open_comparison(after: Path | Bundle, formats: list[str], out: Path | None) 
     """Where the comparison goes: the AFTER bundle's directory (or the directory of AFTER's
     report.json), or ``out``."""
     if isinstance(after, Path) and is_report_file(after):
-        return open_output(open_directory(after.parent, create=False), formats, out, FILENAMES)
+        return open_output(
+            open_directory(after.parent, create=False), formats, out, file_names("compare")
+        )
     bundle = after if isinstance(after, Bundle) else Bundle.open(after)
-    return open_output(bundle, formats, out, FILENAMES)
+    return open_output(bundle, formats, out, file_names("compare"))

@@ -20,7 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from diagnose import __version__
+from diagnose.app.output import open_output
 from diagnose.app.report import diagnose
+from diagnose.app.reporters import file_names, write_formats
+from diagnose.bundle.safedir import SafeDir
 from diagnose.errors import BadBundle
 from diagnose.render.schema import Report, is_report_file, load_report
 from diagnose.watch.store import Store, is_store
@@ -202,3 +205,12 @@ def _headline(
     else:
         text += " No pod differs from the rest."
     return text
+
+
+def write_fleet(model: Mapping[str, Any], fmts: list[str], out: Path) -> dict[str, Path]:
+    """Write the fleet model in ``fmts`` to ``out`` (a directory, a file for one format, or
+    a stream), relative to the current directory; where each went."""
+    with SafeDir.open(".") as here:
+        target = open_output(here, fmts, out, file_names("fleet"))
+        write_formats("fleet", model, target, fmts)
+        return target.paths()

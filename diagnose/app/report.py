@@ -8,18 +8,18 @@ Where the files go: :mod:`diagnose.app.output`.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from diagnose.analyse import analyse
 from diagnose.app.output import OutputTarget, open_directory, open_output
+from diagnose.app.reporters import file_names, formats_of, write_formats
 from diagnose.app.service import service_section, worker_entries
 from diagnose.bundle.manifest import CollectorStatus
 from diagnose.bundle.safedir import SafeDir
-from diagnose.bundle.writer import dump_json
-from diagnose.errors import BadBundle, UsageError
+from diagnose.errors import BadBundle
 from diagnose.render.schema import Report, load_report
 from diagnose.verdict import judge, load_rules
 from diagnose.verdict.ruleset import RuleSet
@@ -30,9 +30,6 @@ if TYPE_CHECKING:
     from diagnose.analyse.model import Analysis
     from diagnose.bundle.reader import Bundle
 
-FORMATS = ("html", "md", "json")
-FILENAMES = {"html": "report.html", "md": "report.md", "json": "report.json"}
-
 
 @dataclass
 class Diagnosis:
@@ -42,24 +39,6 @@ class Diagnosis:
     #: a service's other workers (diagnose/app/service.py): each one's entry in workers.json,
     #: its diagnosis (None where it cannot be judged) and why not
     workers: list[tuple[dict[str, Any], Diagnosis | None, str]] = field(default_factory=list)
-
-
-def parse_formats(text: str | Sequence[str]) -> list[str]:
-    items = text.split(",") if isinstance(text, str) else list(text)
-    out = []
-    for item in items:
-        f = item.strip().lower()
-        if f == "markdown":
-            f = "md"
-        if not f:
-            continue
-        if f not in FORMATS:
-            raise UsageError(f"unknown report format {f!r}; choose from {', '.join(FORMATS)}")
-        if f not in out:
-            out.append(f)
-    if not out:
-        raise UsageError("no report format given")
-    return out
 
 
 def open_bundle(bundle_path: Path | Bundle | SafeDir) -> Bundle:
@@ -137,9 +116,9 @@ def write_reports(
     file). ``on_verdict`` is called once the verdict is known and report.json is written,
     before the Markdown (its template's import and compilation took 0.2 s of a busy host's
     time to verdict) and the HTML page (the slowest to render): the verdict first."""
-    formats = formats or list(FORMATS)
+    formats = formats or list(formats_of("report"))
     bundle = open_bundle(bundle_path)
-    target = open_output(bundle, formats, out, FILENAMES)
+    target = open_output(bundle, formats, out, file_names("report"))
     d = diagnose(bundle, rules_dirs)
     render_reports(d.report, target, [f for f in formats if f == "json"])
     if on_verdict is not None:
@@ -148,26 +127,16 @@ def write_reports(
     if out is None:  # into the bundle: each other worker's reports into its own bundle
         for _entry, wd, _why in d.workers:
             if wd is not None and wd.bundle.dir is not None:
-                render_reports(wd.report, open_output(wd.bundle, formats, None, FILENAMES), formats)
+                render_reports(
+                    wd.report, open_output(wd.bundle, formats, None, file_names("report")), formats
+                )
     return d, target.paths()
 
 
 def render_reports(report: Report, target: OutputTarget, formats: list[str]) -> None:
     """Write ``report`` (the report dict, as report.json holds it) in ``formats``: every
     renderer reads that dict alone."""
-    # the small reports first: on a disk that fills up, they are the ones that fit
-    for fmt in sorted(formats, key=lambda f: f == "html"):
-        if fmt == "json":
-            target.write(fmt, dump_json(report))
-        elif fmt == "md":
-            from diagnose.render.markdown import render_markdown
-
-            target.write(fmt, render_markdown(report))
-        elif fmt == "html":
-            from diagnose.render.charts import chart_data
-            from diagnose.render.html import render_html
-
-            target.write(fmt, render_html(report, chart_data(report)))
+    write_formats("report", report, target, formats)
 
 
 def report_json(report: Report) -> str:
@@ -181,6 +150,6 @@ def write_report_file(
     """Render a report.json again, in ``formats``: next to it, or to ``out``."""
     report = load_report(path)
     with open_directory(path.parent, create=False) as held:
-        target = open_output(held, formats, out, FILENAMES)
+        target = open_output(held, formats, out, file_names("report"))
         render_reports(report, target, formats)
         return report, target.paths()

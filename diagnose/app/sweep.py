@@ -5,15 +5,14 @@ comparisons are recomputed from the bundles, e.g. after editing rules)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from diagnose.app.compare import FILENAMES as COMPARE_FILES
 from diagnose.app.compare import compare, write_comparison
 from diagnose.app.output import OutputTarget, open_output
 from diagnose.app.report import write_reports
+from diagnose.app.reporters import file_names, formats_of, write_formats
 from diagnose.app.sweep_runner import STEP_FORMATS
 from diagnose.bundle.reader import Bundle
 from diagnose.bundle.safedir import SafeDir
@@ -23,8 +22,6 @@ from diagnose.sweep.analysis import find_knee
 from diagnose.sweep.model import build_sweep_report, step_point
 from diagnose.sweep.record import RECORD, is_sweep_dir, load_record
 from diagnose.verdict.outcome import from_load
-
-FILENAMES = {"html": "report.html", "md": "report.md", "json": "report.json"}
 
 
 def _bundle(sweep_dir: Path, step: Mapping[str, Any]) -> Path | None:
@@ -132,24 +129,15 @@ def knee_comparisons(
                 else None
                 for i in (knee.index, knee.next_index)
             )
+            compare_names = file_names("compare")
             c = compare(before, after, rules_dirs, (figures[0], figures[1]))
-            names = {f: f"knee/{s['slug']}/{COMPARE_FILES[f]}" for f in STEP_FORMATS}
+            names = {f: f"knee/{s['slug']}/{compare_names[f]}" for f in STEP_FORMATS}
             write_comparison(c, OutputTarget(held, names), list(STEP_FORMATS))
         except DiagnoseError as exc:
             out[s["slug"]] = f"the comparison across the knee failed: {exc}"
             continue
         out[s["slug"]] = c
     return out
-
-
-def render(model: Mapping[str, Any], fmt: str) -> str:
-    from diagnose.render.sweep import render_sweep_html, render_sweep_markdown
-
-    if fmt == "json":
-        return json.dumps(model, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
-    if fmt == "md":
-        return render_sweep_markdown(model)
-    return render_sweep_html(model)
 
 
 def write_sweep_reports(
@@ -164,13 +152,11 @@ def write_sweep_reports(
     sweep_dir = Path(sweep_dir)
     rules = list(rules_dirs)
     record = load_record(sweep_dir)
-    formats = formats or list(FILENAMES)
+    formats = formats or list(formats_of("sweep"))
     with SafeDir.open(sweep_dir) as held:  # read and written through it, never by path
         reports = step_reports(held, record, rediagnose, rules, progress)
         compares = knee_comparisons(held, record, rules, progress)
         model = build_sweep_report(record, reports, compares, str(sweep_dir.resolve()))
-        target = open_output(held, formats, out, FILENAMES)
-        # the small reports first: on a disk that fills up, they are the ones that fit
-        for fmt in sorted(formats, key=lambda f: f == "html"):
-            target.write(fmt, render(model, fmt))
+        target = open_output(held, formats, out, file_names("sweep"))
+        write_formats("sweep", model, target, formats)
         return model, target.paths()

@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 
 from diagnose import __version__
 from diagnose.app.report import write_reports
+from diagnose.app.reporters import formats_of
 from diagnose.bundle.sections import CaptureInfo
 from diagnose.bundle.writer import DIR_MODE, BundleWriter
 from diagnose.collect.base import CaptureOptions
@@ -42,7 +43,7 @@ from diagnose.sweep.loadgen import CpuWatch, Driver, StepFailed, describe_exit, 
 from diagnose.sweep.plan import LoadSpec, Setting, service_command
 from diagnose.sweep.record import RECORD, SCHEMA, SCHEMA_VERSION
 
-STEP_FORMATS = ("html", "md", "json")
+STEP_FORMATS = formats_of("report")
 #: Each step's capture runs longer than its load window, which starts once the collectors
 #: are up (their start-up costs CPU: it must not fall into the window). How much longer
 #: follows the start-up measured at the previous step (2-3.6 s on a loaded 2-core host,

@@ -23,7 +23,8 @@ from pathlib import Path
 import psutil
 
 from diagnose.app.output import open_output
-from diagnose.app.report import FILENAMES, Diagnosis, render_reports, write_reports
+from diagnose.app.report import Diagnosis, render_reports, write_reports
+from diagnose.app.reporters import file_names
 from diagnose.bundle.safedir import SafeDir
 from diagnose.collect.base import CaptureOptions
 from diagnose.collect.session import capture
@@ -182,7 +183,9 @@ class Watcher:
         prev = self.store.latest()
         changed = prev is None or prev.verdict != (values["category"], values["kind"])
         if changed:  # kept whole: with its page, for people to open
-            render_reports(d.report, open_output(d.bundle, ["html"], None, FILENAMES), ["html"])
+            render_reports(
+                d.report, open_output(d.bundle, ["html"], None, file_names("report")), ["html"]
+            )
         else:
             self.store.keep_report_only(rel)
         row = self.store.add(values, rel, kept_whole=changed)

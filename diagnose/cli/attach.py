@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from diagnose.app.report import parse_formats
+from diagnose.app.reporters import parse_formats
 from diagnose.cli.common import (
     Progress,
     after_capture_options,

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from diagnose.app.report import Diagnosis, report_json, write_reports
+from diagnose.app.reporters import formats_of
 from diagnose.bundle.manifest import TABLE_FORMATS
 from diagnose.collect.base import PERF_SCOPES, CaptureOptions
 from diagnose.collect.registry import COLLECTORS, parse_collectors, with_collector
@@ -192,7 +193,7 @@ def after_capture_options(f: F) -> F:
         click.option(
             "--format",
             "formats",
-            default="html,md,json",
+            default=",".join(formats_of("report")),
             show_default=True,
             help="Reports to write into the bundle.",
         ),

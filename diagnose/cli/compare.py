@@ -12,7 +12,7 @@ import click
 from diagnose.app.compare import compare as compare_bundles
 from diagnose.app.compare import open_comparison, open_side, write_comparison
 from diagnose.app.output import STDOUT, is_stream
-from diagnose.app.report import parse_formats
+from diagnose.app.reporters import formats_of, parse_formats
 from diagnose.app.sweep import step_figures
 from diagnose.bundle.reader import Bundle
 from diagnose.cli.common import rules_option
@@ -31,9 +31,9 @@ from diagnose.verdict.outcome import figures, from_load
 @click.option(
     "--format",
     "formats",
-    default="html,md,json",
+    default=",".join(formats_of("compare")),
     show_default=True,
-    help="Comma-separated: html, md, json.",
+    help="Comma-separated: " + ", ".join(formats_of("compare")) + ".",
 )
 @click.option(
     "-o",
@@ -98,7 +98,7 @@ def compare(
     file), --before-qps/--after-qps (numbers you measured; they override a file's
     throughput), or, for bundles of a sweep's steps, from the sweep's record.
     """
-    fmts = parse_formats(formats)
+    fmts = parse_formats(formats, "compare")
     if as_json and out == STDOUT:
         raise UsageError("--json and -o - both print on stdout: choose one")
     service = (

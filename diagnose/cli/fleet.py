@@ -7,18 +7,15 @@ from pathlib import Path
 
 import click
 
-from diagnose.app.fleet import DEFAULT_THRESHOLD, load_pods
+from diagnose.app.fleet import DEFAULT_THRESHOLD, load_pods, write_fleet
 from diagnose.app.fleet import fleet as fleet_model
-from diagnose.app.output import STDOUT, is_stream, open_output
-from diagnose.app.report import parse_formats
-from diagnose.bundle.safedir import SafeDir
+from diagnose.app.output import STDOUT, is_stream
+from diagnose.app.reporters import formats_of, parse_formats
 from diagnose.cli.common import rules_option
 from diagnose.cli.group import main
 from diagnose.errors import UsageError
 from diagnose.escape import term
-from diagnose.render.watch import render_fleet_html, render_fleet_markdown, render_fleet_text
-
-NAMES = {"html": "fleet.html", "md": "fleet.md", "json": "fleet.json"}
+from diagnose.render.watch import render_fleet_text
 
 
 @main.command()
@@ -26,7 +23,7 @@ NAMES = {"html": "fleet.html", "md": "fleet.md", "json": "fleet.json"}
                 type=click.Path(path_type=Path))  # fmt: skip
 @click.option("--threshold", type=float, default=DEFAULT_THRESHOLD, show_default=True,
               help="Robust deviations (median/MAD) beyond which a pod's metric is odd.")  # fmt: skip
-@click.option("--format", "formats", default="html,md,json", show_default=True,
+@click.option("--format", "formats", default=",".join(formats_of("fleet")), show_default=True,
               help="Files to write with -o.")  # fmt: skip
 @click.option("-o", "--output", "out", type=click.Path(path_type=Path), default=None,
               help="Directory for fleet.html/md/json, one file for one format, or - for stdout.")  # fmt: skip
@@ -47,18 +44,11 @@ def fleet(
         raise UsageError(f"--threshold must be more than 0, not {threshold:g}")
     if as_json and out == STDOUT:
         raise UsageError("--json and -o - both print on stdout: choose one")
-    fmts = parse_formats(formats)
+    fmts = parse_formats(formats, "fleet")
     model = fleet_model(load_pods(inputs, rules_dirs), threshold)
-    text = json.dumps(model, indent=1, ensure_ascii=False, allow_nan=False)
-    if out is not None:
-        with SafeDir.open(".") as here:
-            target = open_output(here, fmts, out, NAMES)
-            renders = {"html": render_fleet_html, "md": render_fleet_markdown}
-            for fmt in fmts:
-                target.write(fmt, text + "\n" if fmt == "json" else renders[fmt](model))
-            paths = target.paths()
+    paths = write_fleet(model, fmts, out) if out is not None else {}
     if as_json:
-        click.echo(text)
+        click.echo(json.dumps(model, indent=1, ensure_ascii=False, allow_nan=False))
     elif out is None or not is_stream(out):
         click.echo(render_fleet_text(model), nl=False)
     if out is not None and not is_stream(out):

@@ -9,7 +9,8 @@ from pathlib import Path
 import click
 
 from diagnose.app.output import STDOUT, is_stream
-from diagnose.app.report import parse_formats, report_json, write_report_file, write_reports
+from diagnose.app.report import report_json, write_report_file, write_reports
+from diagnose.app.reporters import formats_of, parse_formats
 from diagnose.app.sweep import write_sweep_reports
 from diagnose.cli.common import rules_option
 from diagnose.cli.group import main
@@ -26,9 +27,9 @@ from diagnose.sweep.record import is_sweep_dir
 @click.option(
     "--format",
     "formats",
-    default="html,md,json",
+    default=",".join(formats_of("report")),
     show_default=True,
-    help="Comma-separated: html, md, json.",
+    help="Comma-separated: " + ", ".join(formats_of("report")) + ".",
 )
 @rules_option
 @click.option(

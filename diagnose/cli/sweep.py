@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from diagnose.app.report import parse_formats
+from diagnose.app.reporters import formats_of, parse_formats
 from diagnose.app.sweep import write_sweep_reports
 from diagnose.app.sweep_runner import Sweep, SweepPlan, sweep_is_partial
 from diagnose.cli.common import Progress, make_options, rules_option
@@ -128,7 +128,7 @@ def _default_out(pid: int | None, argv: tuple[str, ...]) -> Path:
 )
 @click.option("--follow/--no-follow", default=True, show_default=True,
               help="Capture the busiest Python child of a wrapper.")  # fmt: skip
-@click.option("--format", "formats", default="html,md,json", show_default=True,
+@click.option("--format", "formats", default=",".join(formats_of("sweep")), show_default=True,
               help="Sweep reports to write.")  # fmt: skip
 @rules_option
 @click.option("--json", "as_json", is_flag=True, help="Print the sweep report's JSON on stdout.")
@@ -192,7 +192,7 @@ def sweep(
         rules_dirs=rules_dirs,
         command=sys.argv,
     )
-    fmts = parse_formats(formats)
+    fmts = parse_formats(formats, "sweep")
     progress = Progress()
     runner = Sweep(plan, progress, _step_printer(len(plan.settings) > 1, progress, as_json))
     click.echo(
