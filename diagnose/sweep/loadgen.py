@@ -57,6 +57,7 @@ MIN_SECONDS = 0.001
 MAX_SECONDS = 1e7
 MAX_REQUESTS = 1e12
 MAX_MS = 1e9
+MIN_MS = 1e-6  # a nanosecond: a latency below it is no measurement (and divides to infinity)
 
 
 def _real(v: object) -> bool:
@@ -102,8 +103,10 @@ class LoadFigures:
             raise ValueError("'failures' must be a whole number from 0 to 'requests'")
         for name in ("p50_ms", "p95_ms", "p99_ms", "mean_ms", "max_ms"):
             v = getattr(self, name)
-            if v is not None and (not _real(v) or not 0 <= v <= MAX_MS):
-                raise ValueError(f"'{name}' must be a number of milliseconds from 0 to {MAX_MS:g}")
+            if v is not None and (not _real(v) or not (v == 0 or MIN_MS <= v <= MAX_MS)):
+                raise ValueError(
+                    f"'{name}' must be 0 or a number of milliseconds from {MIN_MS:g} to {MAX_MS:g}"
+                )
 
     @property
     def qps(self) -> float:

@@ -107,6 +107,7 @@ def test_generator_cores_as_a_string_is_refused(tmp_path):
     "load, why",
     [
         ({"seconds": 1e-308, "requests": 10}, "seconds"),
+        ({"seconds": 5, "requests": 10, "p50_ms": 1e-308}, "p50_ms"),
         ({"seconds": 5, "requests": 10**13}, "requests"),
         ({"seconds": 5, "requests": 10, "failures": 11}, "failures"),
         ({"seconds": 5, "requests": 10, "p99_ms": -1}, "p99_ms"),
