@@ -38,7 +38,7 @@ from diagnose.collect.base import CaptureOptions
 from diagnose.collect.redact import redact_argv
 from diagnose.collect.session import CaptureResult, capture, validate_options
 from diagnose.errors import OutputError, TargetError, UsageError
-from diagnose.spawn import end_orphans, reap_orphans, spawn
+from diagnose.spawn import end_marked, spawn
 
 #: The guard: exits quietly on "done", else (diagnose died: EOF) stops the command's group.
 _GUARD = (
@@ -47,7 +47,7 @@ _GUARD = (
 )
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 #: in the environment of every command diagnose launches, and so of what it starts: marks
-#: the orphans diagnose adopts as its own commands' (spawn.end_orphans)
+#: what they left behind, wherever it went (spawn.end_marked)
 LAUNCH_ENV = ("DIAGNOSE_LAUNCHED_BY", f"{os.getpid()}-{secrets.token_hex(4)}")
 
 
@@ -101,9 +101,9 @@ class RunResult:
 class LaunchedCommand:
     """The user's command, started in its own session and guarded against our death.
 
-    diagnose is the subreaper of what the commands start: a descendant that left the group
-    (fork, ``setsid``, fork) is adopted by diagnose when its parent exits, and stopped with
-    the last command still running (:func:`diagnose.spawn.end_orphans`)."""
+    What a command starts carries :data:`LAUNCH_ENV` in its environment: a descendant that
+    left the group (fork, ``setsid``, fork), which ``killpg`` cannot reach, is found by it and
+    stopped with the last command still running (:func:`diagnose.spawn.end_marked`)."""
 
     _live = 0
     _live_lock = threading.Lock()
@@ -152,7 +152,6 @@ class LaunchedCommand:
         cwd: str | Path | None,
         pass_fds: Sequence[int],
     ) -> None:
-        reap_orphans()
         try:
             self.proc = spawn(
                 self.argv,
@@ -254,7 +253,7 @@ class LaunchedCommand:
                 continue
         return out
 
-    def _end_orphans(self) -> None:
+    def _end_left_behind(self) -> None:
         """Once no command of diagnose's runs any more, stop the processes they left."""
         with LaunchedCommand._live_lock:
             if getattr(self, "_counted", False):
@@ -262,7 +261,7 @@ class LaunchedCommand:
                 LaunchedCommand._live -= 1
             last = LaunchedCommand._live == 0
         if last:
-            end_orphans("=".join(LAUNCH_ENV))
+            end_marked("=".join(LAUNCH_ENV))
 
     def _signal_group(self, sig: signal.Signals) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -300,7 +299,7 @@ class LaunchedCommand:
                 self.ended = time.monotonic()
             code = self.proc.wait()
             self._release_guard()
-            self._end_orphans()
+            self._end_left_behind()
         finally:
             if blocked:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)

@@ -30,14 +30,12 @@ import ctypes.util
 import os
 import signal
 import subprocess
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
 import psutil
 
 _PR_SET_PDEATHSIG = 1
-_PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_PTRACER = 0x59616D61  # Yama: let this PID (diagnose) and its children trace us
 
 _libc = None
@@ -87,37 +85,16 @@ def spawn(
         preexec_fn=lambda: _setup(parent, death_signal, umask, ptracer),
         **popen,
     )
-    _STARTED.add(proc)
     return proc
 
 
-#: every child :func:`spawn` started that is still referenced: any other child of diagnose
-#: is an orphan it adopted as subreaper (:func:`end_orphans`)
-_STARTED: weakref.WeakSet[subprocess.Popen[Any]] = weakref.WeakSet()
-
-
-def reap_orphans() -> bool:
-    """Make diagnose the reaper of its commands' orphans (``PR_SET_CHILD_SUBREAPER``): a
-    process that leaves its group (``setsid``) and whose parent exits comes to diagnose
-    instead of init, so :func:`end_orphans` can stop it. False where the kernel refuses."""
-    return _libc is not None and _libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-
-
-def end_orphans(marker: str, grace: float = 2.0) -> list[int]:
-    """Stop every process diagnose adopted (a child it did not start) whose environment holds
-    ``marker`` (``NAME=VALUE``, set on the commands it launched and inherited by what they
-    start), and what they started: SIGTERM, ``grace`` seconds, SIGKILL, then reap them.
-    Their PIDs."""
-    started = {p.pid for p in list(_STARTED)}
-    try:
-        orphans = [
-            c
-            for c in psutil.Process().children()
-            if c.pid not in started and _has_env(c.pid, marker.encode())
-        ]
-        procs = orphans + [d for o in orphans for d in _descendants(o)]
-    except psutil.Error:
-        return []
+def end_marked(marker: str, grace: float = 2.0) -> list[int]:
+    """Stop every process whose environment holds ``marker`` (``NAME=VALUE``: set on the
+    commands diagnose launched, and inherited by whatever they start, wherever it went:
+    a daemon that left their group, forked again and was reparented), except diagnose
+    itself: SIGTERM, ``grace`` seconds, SIGKILL. Their PIDs."""
+    entry, me = marker.encode(), os.getpid()
+    procs = [p for p in psutil.process_iter() if p.pid != me and _has_env(p.pid, entry)]
     for p in procs:
         with contextlib.suppress(psutil.Error):
             p.terminate()
@@ -126,9 +103,6 @@ def end_orphans(marker: str, grace: float = 2.0) -> list[int]:
         with contextlib.suppress(psutil.Error):
             p.kill()
     psutil.wait_procs(alive, timeout=2.0)
-    for p in orphans:  # psutil reaps children it waited on; a zombie left is reaped here
-        with contextlib.suppress(ChildProcessError, OSError):
-            os.waitpid(p.pid, os.WNOHANG)
     return [p.pid for p in procs]
 
 
@@ -138,13 +112,6 @@ def _has_env(pid: int, entry: bytes) -> bool:
             return entry in fh.read(1 << 20).split(b"\0")
     except OSError:
         return False
-
-
-def _descendants(p: psutil.Process) -> list[psutil.Process]:
-    try:
-        return list(p.children(recursive=True))
-    except psutil.Error:
-        return []
 
 
 def run(

@@ -1,8 +1,8 @@
 """A command diagnose launches (a sweep's service or load generator, ``diagnose run``'s
 command) may start a daemon that leaves its process group: fork, ``setsid``, fork, and the
-middle process exits. ``killpg`` cannot reach it; diagnose, as its subreaper, adopts and
-stops it with the last command it launched (issue 40, finding 5). Each test runs the
-launcher in a process of its own, so that this test process never becomes a subreaper."""
+middle process exits. ``killpg`` cannot reach it; the marker every launched command carries
+in its environment finds it, and it is stopped with the last command diagnose launched
+(issue 40, finding 5). Each test runs the launcher in a process of its own."""
 
 from __future__ import annotations
 
