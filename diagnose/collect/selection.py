@@ -332,6 +332,9 @@ def _multiprocessing(
     return Selection("multiprocessing", tuple(workers), why, tuple(left), (*via, root.pid), root)
 
 
+#: how a worker left out of the capture (but of the service) is named: its sibling
+OTHER_WORKER = "another worker of the service"
+
 #: A multiprocessing parent using this much CPU over the selection window works itself
 #: (it is captured with its workers): a supervisor's own CPU is near zero (gunicorn's and
 #: uvicorn's masters used under 0.01 core here, serving 2 workers under load).
@@ -405,7 +408,7 @@ def choose_workers(sel: Selection, mode: str | tuple[int, ...] = "all") -> Selec
                 f"--workers: PID {unknown[0]} is not a worker of this service (its workers: {pids})"
             )
         keep = [w for w in ranked if w.pid in mode]
-        why_not = "another worker of the service, not among --workers"
+        why_not = f"{OTHER_WORKER}, not among --workers"
     left = list(sel.left_out)
     left += [LeftOut(w.pid, w.comm, why_not) for w in ranked if w not in keep]
     if len(keep) == 1:
@@ -430,7 +433,7 @@ def one_process(sel: Selection) -> Selection:
     left = list(sel.left_out)
     for w in sel.workers:
         if w is not best:
-            why = "another worker of the service, less busy (a capture covers one process)"
+            why = f"{OTHER_WORKER}, less busy (a capture covers one process)"
             left.append(LeftOut(w.pid, w.comm, why))
     cores = f" ({best.cpu_cores:.2f} cores over 0.3 s)" if best.cpu_cores is not None else ""
     why = f"{sel.why}; following the busiest, PID {best.pid}{cores}"

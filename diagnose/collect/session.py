@@ -51,6 +51,7 @@ from diagnose.collect.target import Target, check_trace_access, resolve_target
 from diagnose.collect.tasks import read_task, task_ids
 from diagnose.collect.workers import FINISH_GRACE, WorkerCaptures, share
 from diagnose.errors import Busy, OutputError, UsageError
+from diagnose.words import count
 
 ProgressFn = Callable[[str], None]
 RESERVE_BYTES = 1024 * 1024
@@ -225,7 +226,7 @@ def capture(
         target = replace(
             target,
             siblings=siblings,
-            note=f"PID {target.pid}: one worker of a service of {1 + len(siblings)} processes, "
+            note=f"PID {target.pid}: one of a service's {count(1 + len(siblings), 'worker')}, "
             "each captured on its own (--workers)",
         )
     check_trace_access(target.pid)

@@ -14,7 +14,7 @@ import psutil
 
 from diagnose.bundle.sections import LeftOut
 from diagnose.collect.proctree import python_identity, read_tree
-from diagnose.collect.selection import Selection, choose_workers, select_service
+from diagnose.collect.selection import OTHER_WORKER, Selection, choose_workers, select_service
 from diagnose.errors import PermissionDenied, TargetError
 
 
@@ -188,7 +188,9 @@ def _from_selection(pid: int, sel: Selection) -> Target:
         target,
         followed_from=pid if chosen != pid else None,
         note=selection_note(pid, chosen, sel),
-        siblings=tuple(x.pid for x in sel.left_out) + tuple(w.pid for w in sel.workers[1:]),
+        # the service's other workers, not its helpers (a store, multiprocessing's tracker)
+        siblings=tuple(x.pid for x in sel.left_out if x.why.startswith(OTHER_WORKER))
+        + tuple(w.pid for w in sel.workers[1:]),
         left_out=sel.left_out,
         selection=sel.kind,
         also=tuple(w.pid for w in sel.workers[1:]),

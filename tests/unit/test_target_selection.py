@@ -428,3 +428,28 @@ def test_parse_workers_reads_all_busiest_and_pids_and_refuses_the_rest():
     for bad in ("", "some", "12,x", "0", "-3", "12,,7"):
         with pytest.raises(ValueError, match="--workers takes all, busiest or PIDs"):
             parse_workers(bad)
+
+
+def test_the_services_processes_are_its_workers_not_its_helpers():
+    # GIVEN a uvicorn master with 2 workers and multiprocessing's resource tracker (issue 41,
+    # item 10: "a service of 3 processes" was said beside "2 workers")
+    import os
+
+    from diagnose.collect.selection import choose_workers
+    from diagnose.collect.target import _from_selection
+
+    me = os.getpid()
+    w1 = proc(me, (PY, "-c", "from multiprocessing.spawn import spawn_main"), listening=HTTP)
+    w2 = proc(me + 1, (PY, "-c", "from multiprocessing.spawn import spawn_main"), listening=HTTP)
+    tracker = proc(me + 2, (PY, "-c", "from multiprocessing.resource_tracker import main;main(5)"))
+    root = proc(
+        90,
+        (PY, "-m", "uvicorn", "app:app", "--workers", "2"),
+        listening=HTTP,
+        children=(w1, w2, tracker),
+    )
+    sel = choose_workers(select_service(root), "busiest")
+    # WHEN the target is described
+    t = _from_selection(90, sel)
+    # THEN its siblings are the other worker alone
+    assert t.siblings == (me + 1,), t.siblings
