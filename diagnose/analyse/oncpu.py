@@ -18,7 +18,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from diagnose.analyse.frames import FrameRules, is_native_frame, mixed_stack
+from diagnose.analyse.frames import FrameRules, is_native_frame, mixed_stack, user_leaf
 from diagnose.analyse.joins import python_stack_seen
 from diagnose.analyse.load import BundleData
 from diagnose.analyse.model import (
@@ -104,7 +104,9 @@ def _shares(ctx: Context, total: float, native: bool) -> None:
     flame: dict[Stack, float] = defaultdict(float)
     for s in ctx.oncpu:
         by_cat[s.category] += s.weight
-        leaf = s.stack[-1] if s.stack else "?"
+        # the code the time is spent in: the leaf-most frame outside the kernel (a kernel
+        # frame under it, finish_task_switch say, is how it was entered, not the model's)
+        leaf = (user_leaf(s.stack) or s.stack[-1]) if s.stack else "?"
         leaf_by_cat[s.category][leaf] += s.weight
         leaf_all[leaf] += s.weight
         thread_by_cat[s.category][s.tid] += s.weight

@@ -371,3 +371,20 @@ def fixture_analysis():
     from tests.conftest import FIXTURES
 
     return analyse(Bundle.open(FIXTURES / "bundles" / "lock_contention"))
+
+
+def test_top_functions_are_the_code_not_the_kernel_frames_under_it():
+    # GIVEN model time sampled while its thread was in the kernel (a context switch)
+    from diagnose.analyse import oncpu
+    from diagnose.analyse.model import OnCpuSample
+    from tests.unit.analysis import FR, bundle_data, context
+
+    ctx = context(bundle_data([], [(1, 0.0, 1.0, 0)], {0: ("handle (app.py:20)",)}))
+    ctx.metrics["oncpu_source"] = "perf+py-spy"
+    gemm = ("handle (app.py:20)", "sgemm_kernel_HASWELL (libopenblas.so)")
+    switch = (*gemm, "finish_task_switch ([kernel.kallsyms])")
+    ctx.oncpu = [OnCpuSample(1, gemm, 1.0, "compute"), OnCpuSample(1, switch, 2.0, "compute")]
+    oncpu.oncpu_shares(ctx)
+    # THEN the function named is the kernel's caller, the GEMM
+    assert ctx.metrics["compute_top_function"] == "sgemm_kernel_HASWELL (libopenblas.so)"
+    assert all("kallsyms" not in f for f, _ in ctx.out.oncpu["top_functions"]["compute"])
