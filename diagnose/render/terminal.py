@@ -43,14 +43,14 @@ def _width() -> int:
 
 
 def _wrap(text: str, first: str, rest: str, width: int) -> list[str]:
-    """``text`` over as many lines as it takes: no word is cut or dropped (one longer than
-    the line, a path, overflows it whole)."""
+    """``text`` over as many lines as it takes, within ``width``: no word is dropped, and
+    only one longer than a whole line (a long path) is split across lines."""
     return textwrap.wrap(
         text,
         width=width,
         initial_indent=first,
         subsequent_indent=rest,
-        break_long_words=False,
+        break_long_words=True,
         break_on_hyphens=False,
     ) or [first.rstrip()]
 

@@ -221,7 +221,7 @@ def test_oversubscription_fix_has_the_numbers(verdicts) -> None:
     fix = expected_finding(report, CASES[3])["fixes"][0]
     assert fix.startswith(
         f"Set intra_op_num_threads to {expected}: {cores:g} cores available, "
-        "4 application threads, 4 intra-op threads each"
+        "4 application threads in 1 process, 4 intra-op threads each"
     ), fix
 
 
