@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# First-sight scoring of a blind batch: for each service, start its labelled variant, wait
+# for its warm-up and a quiet host, one default `diagnose attach PID` of 10 s, record the
+# verdict. Labels are read only after every verdict is recorded.
+set -u
+BATCH=${1:-/work/blind/b3}
+OUT=${2:-/work/blind/score/b3-$(date +%Y%m%d-%H%M)}
+DIAG=/work/main/.venv/bin/diagnose
+mkdir -p "$OUT"
+for dir in "$BATCH"/s*/; do
+  id=$(basename "$dir")
+  [ -x "$dir/run.sh" ] || { echo "$id: no run.sh" >> "$OUT/skipped"; continue; }
+  grep -q '^verdict.*dropped' "$dir/label.toml" 2>/dev/null && { echo "$id: dropped" >> "$OUT/skipped"; continue; }
+  warm=$(grep -E '^warmup_s' "$dir/label.toml" | head -1 | sed 's/[^0-9.]//g'); warm=${warm:-8}
+  # a quiet host first: load average below 1.5 (waited for at most 90 s)
+  for _ in $(seq 1 45); do awk '{exit !($1 < 1.5)}' /proc/loadavg && break; sleep 2; done
+  load_before=$(cut -d' ' -f1 /proc/loadavg)
+  (cd "$dir" && setsid ./run.sh a 90 > "$OUT/$id.run.out" 2> "$OUT/$id.run.err" & echo $! > "$OUT/$id.runpid")
+  pid=""
+  for _ in $(seq 1 120); do
+    pid=$(grep -m1 '^PID ' "$OUT/$id.run.out" 2>/dev/null | awk '{print $2}')
+    [ -n "$pid" ] && break; sleep 0.5
+  done
+  if [ -z "$pid" ]; then echo "$id: no PID" >> "$OUT/skipped"; pkill -TERM -s "$(cat "$OUT/$id.runpid")" 2>/dev/null; continue; fi
+  sleep "$warm"
+  $DIAG attach "$pid" -o "$OUT/$id.bundle" --format json,md > "$OUT/$id.attach.out" 2> "$OUT/$id.attach.err"
+  rc=$?
+  python3 - "$OUT/$id.bundle/report.json" "$id" "$rc" "$load_before" >> "$OUT/verdicts.jsonl" <<'PY'
+import json, sys
+path, sid, rc, load = sys.argv[1:5]
+try:
+    r = json.load(open(path))
+    v = r["verdict"]
+    sv = (r.get("service") or {}).get("verdict") or {}
+    out = {"id": sid, "rc": int(rc), "load_before": float(load), "category": sv.get("primary") or v["primary"],
+           "kind": sv.get("kind") if sv else v.get("kind"), "confidence": sv.get("confidence") if sv else v.get("confidence"),
+           "process_category": v["primary"], "process_kind": v.get("kind"), "target_pid": r["target"]["pid"]}
+except Exception as exc:
+    out = {"id": sid, "rc": int(rc), "error": f"{type(exc).__name__}: {exc}"}
+print(json.dumps(out))
+PY
+  rp=$(cat "$OUT/$id.runpid")
+  kill -TERM -- -"$rp" 2>/dev/null; sleep 3; kill -KILL -- -"$rp" 2>/dev/null
+  echo "$id done: $(tail -1 "$OUT/verdicts.jsonl")"
+done
+echo "verdicts: $OUT/verdicts.jsonl"
