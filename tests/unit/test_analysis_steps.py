@@ -377,7 +377,7 @@ def test_top_functions_are_the_code_not_the_kernel_frames_under_it():
     # GIVEN model time sampled while its thread was in the kernel (a context switch)
     from diagnose.analyse import oncpu
     from diagnose.analyse.model import OnCpuSample
-    from tests.unit.analysis import FR, bundle_data, context
+    from tests.unit.analysis import bundle_data, context
 
     ctx = context(bundle_data([], [(1, 0.0, 1.0, 0)], {0: ("handle (app.py:20)",)}))
     ctx.metrics["oncpu_source"] = "perf+py-spy"
