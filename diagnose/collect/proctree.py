@@ -22,7 +22,7 @@ import psutil
 
 from diagnose.collect.selection import ProcInfo
 from diagnose.collect.sockwait import WaitedSockets, socket_descriptors, tcp_table
-from diagnose.collect.tasks import read_task, schedstats, task_ids
+from diagnose.collect.tasks import read_proc, read_task, schedstats, task_ids
 
 MAX_PROCESSES = 256
 MAX_DEPTH = 4
@@ -52,17 +52,9 @@ _EXE_VERSION = re.compile(r"python(\d)\.(\d+)")
 _UNIX_LISTENING = 0x10000  # __SO_ACCEPTCON in /proc/net/unix's Flags
 
 
-def _read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read()
-    except OSError:
-        return ""
-
-
 def python_identity(pid: int, exe: str) -> tuple[bool, str | None, str | None]:
     """(is it Python, version "3.x" if named, path of the ELF holding the interpreter)."""
-    for line in _read(f"/proc/{pid}/maps").splitlines():
+    for line in read_proc(f"/proc/{pid}/maps").splitlines():
         m = _LIBPY.search(line)
         if m:
             path = line.split(None, 5)[-1] if len(line.split(None, 5)) == 6 else None
@@ -114,12 +106,12 @@ def listening_sockets(pid: int) -> dict[int, str]:
     """Inode -> local address of every listening socket in ``pid``'s network namespace."""
     out: dict[int, str] = {}
     for name in ("tcp", "tcp6"):
-        for line in _read(f"/proc/{pid}/net/{name}").splitlines()[1:]:
+        for line in read_proc(f"/proc/{pid}/net/{name}").splitlines()[1:]:
             f = line.split()
             if len(f) > 9 and f[3] == "0A":  # TCP_LISTEN
                 with contextlib.suppress(ValueError):
                     out[int(f[9])] = _tcp_address(f[1])
-    for line in _read(f"/proc/{pid}/net/unix").splitlines()[1:]:
+    for line in read_proc(f"/proc/{pid}/net/unix").splitlines()[1:]:
         f = line.split()
         with contextlib.suppress(ValueError, IndexError):
             if int(f[3], 16) & _UNIX_LISTENING:

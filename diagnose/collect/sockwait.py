@@ -22,6 +22,7 @@ import platform
 import struct
 import time
 
+from diagnose.collect.tasks import read_proc
 from diagnose.formats.syscalls import IO_CALLS, TABLES
 
 #: descriptors read from one poll array or select bitmap, at most
@@ -147,7 +148,7 @@ def tcp_table(pid: int) -> dict[int, tuple[str, int, str]]:
     namespace."""
     out: dict[int, tuple[str, int, str]] = {}
     for name in ("tcp", "tcp6"):
-        for line in _read(f"/proc/{pid}/net/{name}").splitlines()[1:]:
+        for line in read_proc(f"/proc/{pid}/net/{name}").splitlines()[1:]:
             f = line.split()
             if len(f) > 9:
                 with contextlib.suppress(ValueError):
@@ -168,14 +169,6 @@ def socket_descriptors(pid: int) -> dict[int, int]:
             if link.startswith("socket:["):
                 out[int(fd)] = int(link[8:-1])
     return out
-
-
-def _read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read()
-    except OSError:
-        return ""
 
 
 def _epoll_targets(pid: int, epfd: int) -> list[int]:

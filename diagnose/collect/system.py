@@ -26,6 +26,7 @@ from diagnose.collect.base import CaptureContext, Collector
 from diagnose.collect.mapped import open_regular
 from diagnose.collect.procfs import parse_cpu_list
 from diagnose.collect.proctree import outbound_peers
+from diagnose.collect.tasks import read_proc
 
 #: Environment variables that configure thread pools, affinity and allocators. Only these
 #: are ever read from the target's environment; values are cut to 200 characters.
@@ -87,44 +88,36 @@ LIBRARY_KINDS: tuple[tuple[str, str], ...] = (
 )
 
 
-def _read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read()
-    except OSError:
-        return ""
-
-
 def cpu_topology() -> dict[str, Any]:
     logical = os.cpu_count() or 1
     physical = psutil.cpu_count(logical=False) or logical
     packages: set[str] = set()
     smt_siblings = 1
     for cpu_dir in glob.glob("/sys/devices/system/cpu/cpu[0-9]*"):
-        pkg = _read(f"{cpu_dir}/topology/physical_package_id").strip()
+        pkg = read_proc(f"{cpu_dir}/topology/physical_package_id").strip()
         if pkg:
             packages.add(pkg)
-        sib = _read(f"{cpu_dir}/topology/thread_siblings_list").strip()
+        sib = read_proc(f"{cpu_dir}/topology/thread_siblings_list").strip()
         if sib:
             with contextlib.suppress(ValueError):
                 smt_siblings = max(smt_siblings, len(parse_cpu_list(sib)))
     numa: dict[str, list[int]] = {}
     for node in sorted(glob.glob("/sys/devices/system/node/node[0-9]*")):
         with contextlib.suppress(ValueError):
-            numa[os.path.basename(node)] = parse_cpu_list(_read(f"{node}/cpulist"))
+            numa[os.path.basename(node)] = parse_cpu_list(read_proc(f"{node}/cpulist"))
     caches = []
     for idx in sorted(glob.glob("/sys/devices/system/cpu/cpu0/cache/index[0-9]*")):
         caches.append(
             {
-                "level": _read(f"{idx}/level").strip(),
-                "type": _read(f"{idx}/type").strip(),
-                "size": _read(f"{idx}/size").strip(),
-                "shared_cpu_list": _read(f"{idx}/shared_cpu_list").strip(),
-                "line_size": _read(f"{idx}/coherency_line_size").strip(),
+                "level": read_proc(f"{idx}/level").strip(),
+                "type": read_proc(f"{idx}/type").strip(),
+                "size": read_proc(f"{idx}/size").strip(),
+                "shared_cpu_list": read_proc(f"{idx}/shared_cpu_list").strip(),
+                "line_size": read_proc(f"{idx}/coherency_line_size").strip(),
             }
         )
     model = ""
-    for line in _read("/proc/cpuinfo").splitlines():
+    for line in read_proc("/proc/cpuinfo").splitlines():
         if line.startswith("model name"):
             model = line.split(":", 1)[1].strip()
             break
@@ -142,7 +135,7 @@ def cpu_topology() -> dict[str, Any]:
 def _cgroup_paths(pid: int) -> dict[str, str]:
     """controller -> path within its hierarchy ('' key is cgroup v2)."""
     out: dict[str, str] = {}
-    for line in _read(f"/proc/{pid}/cgroup").splitlines():
+    for line in read_proc(f"/proc/{pid}/cgroup").splitlines():
         parts = line.split(":", 2)
         if len(parts) != 3:
             continue
@@ -182,12 +175,12 @@ def cpu_capacity(pid: int) -> dict[str, Any]:
         # walk up: the tightest limit anywhere on the path applies
         cur = d
         while cur.startswith(root):
-            cpu_max = _read(os.path.join(cur, "cpu.max")).split()
+            cpu_max = read_proc(os.path.join(cur, "cpu.max")).split()
             if len(cpu_max) == 2 and cpu_max[0] != "max":
                 with contextlib.suppress(ValueError, ZeroDivisionError):
                     q = int(cpu_max[0]) / int(cpu_max[1])
                     quota_cores = q if quota_cores is None else min(quota_cores, q)
-            eff = _read(os.path.join(cur, "cpuset.cpus.effective")).strip()
+            eff = read_proc(os.path.join(cur, "cpuset.cpus.effective")).strip()
             if eff and cpuset is None:
                 with contextlib.suppress(ValueError):
                     cpuset = parse_cpu_list(eff)
@@ -201,16 +194,16 @@ def cpu_capacity(pid: int) -> dict[str, Any]:
             [os.path.join(root, "cpu", cpu_rel), os.path.join(root, "cpu,cpuacct", cpu_rel)]
         )
         if cpu_dir:
-            quota = _read(os.path.join(cpu_dir, "cpu.cfs_quota_us")).strip()
-            period = _read(os.path.join(cpu_dir, "cpu.cfs_period_us")).strip()
+            quota = read_proc(os.path.join(cpu_dir, "cpu.cfs_quota_us")).strip()
+            period = read_proc(os.path.join(cpu_dir, "cpu.cfs_period_us")).strip()
             with contextlib.suppress(ValueError, ZeroDivisionError):
                 if quota and period and int(quota) > 0:
                     quota_cores = int(quota) / int(period)
         set_rel = paths.get("cpuset", "/").lstrip("/")
         set_dir = os.path.join(root, "cpuset", set_rel)
         cpus = (
-            _read(os.path.join(set_dir, "cpuset.effective_cpus")).strip()
-            or _read(os.path.join(set_dir, "cpuset.cpus")).strip()
+            read_proc(os.path.join(set_dir, "cpuset.effective_cpus")).strip()
+            or read_proc(os.path.join(set_dir, "cpuset.cpus")).strip()
         )
         if cpus:
             with contextlib.suppress(ValueError):
@@ -240,7 +233,7 @@ def cpu_capacity(pid: int) -> dict[str, Any]:
 def loaded_libraries(pid: int) -> dict[str, list[str]]:
     """Native libraries in the target's address space, grouped by kind."""
     seen: set[str] = set()
-    for line in _read(f"/proc/{pid}/maps").splitlines():
+    for line in read_proc(f"/proc/{pid}/maps").splitlines():
         parts = line.split(None, 5)
         if len(parts) == 6 and parts[5].startswith("/") and ".so" in parts[5]:
             seen.add(parts[5].strip())
@@ -314,7 +307,7 @@ def interpreter_runtime(pid: int, elf_path: str | None) -> dict[str, Any] | None
     if is_pie:
         real = os.path.realpath(path) if not path.startswith("/proc/") else elf_path
         base = -1
-        for line in _read(f"/proc/{pid}/maps").splitlines():
+        for line in read_proc(f"/proc/{pid}/maps").splitlines():
             parts = line.split(None, 5)
             if len(parts) == 6 and parts[5].strip() in (elf_path, real) and int(parts[2], 16) == 0:
                 base = int(parts[0].split("-")[0], 16)
@@ -344,7 +337,7 @@ class SystemSnapshot(Collector):
         """Read the host and the target on a thread of its own: the interpreter's ELF
         symbols and the libraries take 0.1-0.2 s, which delayed every collector started
         after this one, perf's included, and so the window (:meth:`finish` waits for it)."""
-        self._snapshot = {"loadavg_start": _read("/proc/loadavg").split()[:3]}
+        self._snapshot = {"loadavg_start": read_proc("/proc/loadavg").split()[:3]}
         self._thread = threading.Thread(
             target=self._take, args=(ctx,), name="diagnose system", daemon=True
         )
@@ -385,7 +378,7 @@ class SystemSnapshot(Collector):
         if self._taken is None:
             self._notes.append("the host and the target could not be read in time")
         self._snapshot.update(self._taken or {})
-        self._snapshot["loadavg_end"] = _read("/proc/loadavg").split()[:3]
+        self._snapshot["loadavg_end"] = read_proc("/proc/loadavg").split()[:3]
         # the dependencies it was connected to as the window closed (null: not readable)
         self._snapshot["outbound"] = outbound_peers(ctx.target.pid)
         ctx.writer.write_json("system.json", self._snapshot)
@@ -395,12 +388,12 @@ class SystemSnapshot(Collector):
 
 def host_info() -> dict[str, Any]:
     osr = {}
-    for line in _read("/etc/os-release").splitlines():
+    for line in read_proc("/etc/os-release").splitlines():
         k, sep, v = line.partition("=")
         if sep and k in ("PRETTY_NAME", "ID", "VERSION_ID"):
             osr[k] = v.strip().strip('"')
     virt = ""
-    product = _read("/sys/class/dmi/id/product_name").strip()
+    product = read_proc("/sys/class/dmi/id/product_name").strip()
     if product:
         virt = product
     return {
@@ -409,6 +402,6 @@ def host_info() -> dict[str, Any]:
         "machine": platform.machine(),
         "os": osr.get("PRETTY_NAME", platform.system()),
         "product": virt,
-        "boot_id": _read("/proc/sys/kernel/random/boot_id").strip(),
+        "boot_id": read_proc("/proc/sys/kernel/random/boot_id").strip(),
         "in_container": Path("/.dockerenv").exists() or "container" in os.environ,
     }

@@ -15,6 +15,7 @@ import psutil
 from diagnose.bundle.sections import LeftOut
 from diagnose.collect.proctree import python_identity, read_tree
 from diagnose.collect.selection import OTHER_WORKER, Selection, choose_workers, select_service
+from diagnose.collect.tasks import read_proc
 from diagnose.errors import PermissionDenied, TargetError
 
 
@@ -47,7 +48,7 @@ class Target:
 
 
 def ptrace_help(pid: int) -> str:
-    scope = _read("/proc/sys/kernel/yama/ptrace_scope").strip()
+    scope = read_proc("/proc/sys/kernel/yama/ptrace_scope").strip()
     hint = (
         "run diagnose as root (sudo) or as the target's user; in a container add the "
         "SYS_PTRACE capability (docker run --cap-add SYS_PTRACE, or securityContext."
@@ -59,14 +60,6 @@ def ptrace_help(pid: int) -> str:
             " (sysctl kernel.yama.ptrace_scope=0 relaxes it)"
         )
     return f"not permitted to trace PID {pid}: {hint}"
-
-
-def _read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read()
-    except OSError:
-        return ""
 
 
 def check_trace_access(pid: int) -> None:
@@ -198,7 +191,7 @@ def _from_selection(pid: int, sel: Selection) -> Target:
 
 
 def _status_field(pid: int, key: str) -> str:
-    for line in _read(f"/proc/{pid}/status").splitlines():
+    for line in read_proc(f"/proc/{pid}/status").splitlines():
         name, sep, value = line.partition(":")
         if sep and name == key:
             return value.strip()

@@ -23,13 +23,18 @@ def task_ids(pid: int) -> list[int]:
     return sorted(int(t) for t in names if t.isdigit())
 
 
-def read_task(pid: int, tid: int, name: str) -> str:
-    """The text of ``/proc/PID/task/TID/NAME``, or "" where it cannot be read (it exited)."""
+def read_proc(path: str) -> str:
+    """The text of a /proc file, or "" where it cannot be read (its process exited)."""
     try:
-        with open(f"/proc/{pid}/task/{tid}/{name}", encoding="utf-8", errors="replace") as fh:
+        with open(path, encoding="utf-8", errors="replace") as fh:
             return fh.read()
     except OSError:
         return ""
+
+
+def read_task(pid: int, tid: int, name: str) -> str:
+    """The text of ``/proc/PID/task/TID/NAME``, or "" where it cannot be read (it exited)."""
+    return read_proc(f"/proc/{pid}/task/{tid}/{name}")
 
 
 def schedstats(pid: int) -> dict[int, tuple[int, int, int]]:
