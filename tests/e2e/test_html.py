@@ -271,3 +271,17 @@ def test_flame_graph_options_merge_lines_and_hide_interpreter_frames(page):
     assert flame_labels(page) == merged
     page.find_element(By.CSS_SELECTOR, 'input[name="flame-view"][value="cpu"]').click()
     assert console_errors(page) == []
+
+
+def test_the_gil_tables_sit_together(lock_report):
+    # issue 41, item 10: at 1400 px the two GIL tables were stretched half a page each
+    with chromium(width=1400) as driver:
+        open_report(driver, lock_report)
+        boxes = js(
+            driver,
+            "return Array.from(document.querySelectorAll('#gil ~ .two-col > table'))"
+            ".map(t => { const r = t.getBoundingClientRect(); return [r.left, r.right]; })",
+        )
+    assert len(boxes) == 2, boxes  # the sample's handlers take turns on the GIL
+    (_, right0), (left1, _) = boxes
+    assert left1 - right0 < 60, boxes
