@@ -98,9 +98,10 @@ def model_paths(
     (``line_calls``: python/calls.json) confirms the call (:func:`_cut`); otherwise as it is,
     sharing no frame with the stacks that start at the entry.
 
-    A call found by its native kernel alone (a GEMM under a Python line) rests on joining
-    perf's sample to py-spy's stack of the same moment, and a short call (a small GEMV)
-    can be joined to the line the thread had just left. Such a path is kept only where
+    A call found in native frames alone (a GEMM, or a framework's library such as libtorch,
+    under a Python line) rests on joining perf's sample to py-spy's stack of the same
+    moment, and a short call (a small GEMV) can be joined to the line the thread had just
+    left. Such a path is kept only where
     it is the line's work: at least KERNEL_LINE_SHARE of all the on-CPU time seen at that
     exact line (all threads: the same code) is in compute kernels, counting only the sure
     joins (py-spy saw the thread at that line again after the sample: a thread at 18 Hz
@@ -122,7 +123,8 @@ def model_paths(
         path = tuple(f for f in s.stack[: call[0]] if not is_native_frame(f))
         if not path:
             continue
-        if call[1] == "kernel":
+        joined = call[1] == "kernel" or is_native_frame(s.stack[call[0]])
+        if joined:
             if frames.wait_kind(path[-1]) is not None:
                 continue
             kernel_at[path] += s.sure_weight
@@ -133,10 +135,11 @@ def model_paths(
         merged: dict[tuple[Stack, str], tuple[float, str]] = {}
         for (path, how, callee), w in most_common(found):
             k = kernel_at[path]
-            if how == "kernel" and (
+            joined = how == "kernel" or is_native_frame(callee)
+            if joined and (
                 k < KERNEL_PATH_MIN
                 or k < KERNEL_LINE_SHARE * at_line[path]
-                or k < KERNEL_PATH_SHARE * compute
+                or (how == "kernel" and k < KERNEL_PATH_SHARE * compute)
             ):
                 continue
             old = merged.get((path, how))

@@ -114,6 +114,24 @@ def test_a_kernel_joined_to_a_line_that_mostly_does_other_work_is_no_model_call(
     assert [mp.path[-1] for mp in ctx.structure.calls] == ["fold (text.py:29)"]  # type: ignore[union-attr]
 
 
+def test_a_framework_library_joined_to_a_line_that_mostly_does_other_work_is_no_model_call() -> (
+    None
+):
+    # GIVEN an image resize whose line joined a libtorch frame twice (the thread had just left
+    # the model call, at handle's line 71), its own resample samples 20; the real model call
+    resize = ("handle (app.py:69)", "load_image (app.py:48)", "Image.resize (PIL/Image.py:2440)")
+    stale = (*resize, "at::native::conv2d (libtorch_cpu.so)")
+    work = (*resize, "_ImagingResampleHorizontal_8bpc (_imaging.so)")
+    real = ("handle (app.py:71)", TORCH)
+    got, ctx = placed([(1, stale, 2.0), (1, work, 20.0), (1, real, 4.0)])
+    # THEN the resize is no model call: it runs before the model's line, preprocessing
+    assert [mp.path[-1] for mp in ctx.structure.calls] == ["handle (app.py:71)"]  # type: ignore[union-attr]
+    assert got[(1, work)] == ("preprocess", "structure")
+    # near miss: a line whose time is mostly the library's (a C extension driving torch)
+    got, ctx = placed([(1, stale, 15.0), (1, work, 5.0)])
+    assert [mp.path[-1] for mp in ctx.structure.calls] == ["Image.resize (PIL/Image.py:2440)"]  # type: ignore[union-attr]
+
+
 def test_near_miss_a_sample_sharing_no_frame_with_the_model_path_stays_other() -> None:
     model = ("serve (app.py:90)", "handle (app.py:22)", TORCH)
     housekeeping = ("monitor (app.py:200)", "collect_stats (app.py:210)")
