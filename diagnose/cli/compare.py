@@ -21,6 +21,7 @@ from diagnose.errors import DiagnoseError, ExitCode, UsageError
 from diagnose.escape import term
 from diagnose.render.compare import render_compare_summary
 from diagnose.render.schema import is_report_file
+from diagnose.render.terminal import fit
 from diagnose.sweep.loadgen import read_stats_file
 from diagnose.verdict.outcome import figures, from_load
 
@@ -116,7 +117,7 @@ def compare(
         click.echo(json.dumps(c, indent=1))
     elif len(files) == len(paths):  # nothing went to stdout
         main_path = files.get("html") or next(iter(files.values()), out)
-        click.echo(render_compare_summary(c, str(main_path)))
+        click.echo("\n".join(fit(render_compare_summary(c, str(main_path)).splitlines())))
     for fmt, path in files.items():
         click.echo(f"{fmt}: {term(path, 1000)}", err=True)
 

@@ -22,6 +22,7 @@ from diagnose.collect.registry import COLLECTORS
 from diagnose.errors import DiagnoseError, ExitCode, UsageError
 from diagnose.render.schema import Report
 from diagnose.render.sweep import render_sweep_summary, step_line, table_header
+from diagnose.render.terminal import fit
 from diagnose.sweep.plan import Setting, parse_load, parse_steps, parse_vary, settings_for
 from diagnose.words import count
 
@@ -208,7 +209,7 @@ def sweep(
         click.echo(json.dumps(model, indent=1))
     else:
         main_path = paths.get("html") or next(iter(paths.values()))
-        click.echo(render_sweep_summary(model, str(main_path)))
+        click.echo("\n".join(fit(render_sweep_summary(model, str(main_path)).splitlines())))
     if sweep_is_partial(record):
         sys.exit(int(ExitCode.PARTIAL))
 

@@ -74,7 +74,7 @@ def service_line(c: dict[str, Any]) -> str:
     """'Service: improved: throughput ... (better)' or why compare cannot say."""
     s = c.get("service") or {}
     if not s.get("rows"):
-        return f"Service: {plain(s.get('text', 'no figures'), 600)} ({HOW_TO_GIVE})"
+        return f"Service: {plain(s.get('text', 'no figures'), 4000)} ({HOW_TO_GIVE})"
     items = "; ".join(
         f"{plain(r['label'])} {plain(r['display_before'])} → {plain(r['display_after'])}"
         + (f" ({r['change']})" if r["change"] in ("better", "worse") else "")
@@ -91,9 +91,9 @@ def render_compare_summary(c: dict[str, Any], path: str | None = None) -> str:
     """A few lines for the terminal: the service's figures, the verdict change in words,
     what moved which way, hotter/colder."""
     v = c["verdict"]
-    out = [service_line(c), f"Verdict: {plain(v.get('words') or v['text'], 400)}"]
-    out.append(f"  ({plain(v['text'], 400)})")
-    out += [f"Caveat: {plain(w, 400)}" for w in c.get("caveats", [])]
+    out = [service_line(c), f"Verdict: {plain(v.get('words') or v['text'], 4000)}"]
+    out.append(f"  ({plain(v['text'], 4000)})")
+    out += [f"Caveat: {plain(w, 4000)}" for w in c.get("caveats", [])]
     for change in JUDGED:
         rows = [m for m in c["metrics"] if m["change"] == change][:4]
         if rows:
@@ -113,7 +113,7 @@ def render_compare_summary(c: dict[str, Any], path: str | None = None) -> str:
             out.append(
                 f"{what}: "
                 + "; ".join(
-                    plain(x["title"]) + (f" at {plain(x['site'], 200)}" if x.get("site") else "")
+                    plain(x["title"]) + (f" at {plain(x['site'], 4000)}" if x.get("site") else "")
                     for x in f[key]
                 )
             )
@@ -122,7 +122,7 @@ def render_compare_summary(c: dict[str, Any], path: str | None = None) -> str:
             if view[key]:
                 top = view[key][0]
                 out.append(
-                    f"{key.capitalize()} ({plain(view['title'])}): {plain(stack_label(top['stack']), 200)}"
+                    f"{key.capitalize()} ({plain(view['title'])}): {plain(stack_label(top['stack']), 4000)}"
                     f" {top['before']:.2f} → {top['after']:.2f} {plain(view['unit'])}"
                 )
     if path:

@@ -134,27 +134,27 @@ def render_sweep_summary(m: Mapping[str, Any], path: str | None = None) -> str:
     multi = len(m["settings"]) > 1
     for s in m["settings"]:
         who = f"[{plain(s['name'], 60)}] " if multi else ""
-        out.append(f"{who}Knee: {plain(s['knee']['text'], 600)}")
+        out.append(f"{who}Knee: {plain(s['knee']['text'], 4000)}")
         a = s.get("across_knee")
         if a and not a.get("error"):
             moved = "; ".join(
                 f"{x['name']} {plain(x['before'])} → {plain(x['after'])}" for x in a["metrics"][:4]
             )
             out.append(
-                f"{who}Across the knee: {plain(a['verdict'], 300)}"
+                f"{who}Across the knee: {plain(a['verdict'], 4000)}"
                 + (f"; {moved}" if moved else "")
             )
         elif a:
-            out.append(f"{who}Across the knee: {plain(a['error'], 300)}")
+            out.append(f"{who}Across the knee: {plain(a['error'], 4000)}")
         for c in s["caveats"]:
-            out.append(f"{who}Caveat: {plain(c, 600)}")
+            out.append(f"{who}Caveat: {plain(c, 4000)}")
     if m.get("best"):
-        out.append(f"Best setting: {plain(m['best']['text'], 600)}")
+        out.append(f"Best setting: {plain(m['best']['text'], 4000)}")
     if m.get("capacity"):
         name = m["settings"][m["chosen"]]["name"] if multi and m.get("chosen") is not None else None
         out.append("Recommendation" + (f" ({plain(name, 60)})" if name else "") + ":")
-        out += [f"  - {plain(t, 600)}" for t in m["capacity"]["text"]]
-    out += [f"Caveat: {plain(c, 600)}" for c in m.get("caveats", [])]
+        out += [f"  - {plain(t, 4000)}" for t in m["capacity"]["text"]]
+    out += [f"Caveat: {plain(c, 4000)}" for c in m.get("caveats", [])]
     if path:
         out.append(f"Sweep report: {plain(path, 1000)}")
     return "\n".join(out)

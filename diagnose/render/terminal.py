@@ -245,6 +245,17 @@ def finish(lines: list[str]) -> list[str]:
     return [term(line, 10_000) for line in lines]
 
 
+def fit(lines: list[str], width: int | None = None) -> list[str]:
+    """:func:`finish`, each line wrapped to the terminal's width (continued two columns in
+    from where it starts), no word dropped."""
+    width = width or _width()
+    out: list[str] = []
+    for line in finish(lines):
+        lead = line[: len(line) - len(line.lstrip())]
+        out += _wrap(line.strip(), lead, lead + "  ", width) if line.strip() else [""]
+    return out
+
+
 def _percent(x: object) -> str:
     return f"{x * 100:.0f}%" if isinstance(x, (int, float)) else "n/a"
 

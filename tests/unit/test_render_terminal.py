@@ -128,3 +128,15 @@ def test_long_texts_wrap_to_the_width_and_keep_every_word(report, width):
         assert words[start : start + len(expected)] == expected
     assert "helper-3 0.03" in out  # the cost line's last part, once cut at the width
     assert all(len(ln) <= width for ln in out.splitlines())
+
+
+def test_compare_and_sweep_summaries_are_fitted_not_cut():
+    # issue 41, item 7: compare's and sweep's summaries cut their texts at fixed lengths
+    from diagnose.render.terminal import fit
+
+    long = "Caveat: " + " ".join(f"word{i}" for i in range(120))
+    lines = fit(["Verdict: short", long, "  - an indented item " + "x" * 150], width=80)
+    assert all(len(line) <= 80 for line in lines), lines
+    joined = " ".join(" ".join(lines).split())
+    assert all(f"word{i}" in joined for i in range(120)) and "…" not in joined
+    assert lines[0] == "Verdict: short" and lines[2].startswith("  ")
