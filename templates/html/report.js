@@ -138,7 +138,9 @@
       height: flameHeight(tree),
       margin: { l: 2, r: 2, t: 28, b: 2 },
       font: FONT,
-      paper_bgcolor: "#ffffff"
+      paper_bgcolor: "#ffffff",
+      /* a label shrunk below 10 px to fit a narrow box is unreadable: hide it (hover names it) */
+      uniformtext: { minsize: 10, mode: "hide" }
     };
     div.style.height = layout.height + "px";
     Plotly.react(div, [trace], layout, CONFIG);

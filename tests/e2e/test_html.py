@@ -285,3 +285,17 @@ def test_the_gil_tables_sit_together(lock_report):
     assert len(boxes) == 2, boxes  # the sample's handlers take turns on the GIL
     (_, right0), (left1, _) = boxes
     assert left1 - right0 < 60, boxes
+
+
+def test_flame_graph_labels_are_readable_or_hidden(page):
+    # issue 41, item 10: labels of narrow boxes were drawn shrunk past reading (plotly
+    # scales a label down to fit its box): every label drawn is 9 px high or more
+    heights = js(
+        page,
+        "return Array.from(document.querySelectorAll('#flame-chart g.slice text'))"
+        ".filter(t => t.textContent && getComputedStyle(t).display !== 'none'"
+        " && getComputedStyle(t).opacity !== '0')"
+        ".map(t => t.getBoundingClientRect().height)",
+    )
+    assert heights, "no label drawn"
+    assert min(heights) >= 9, sorted(heights)[:5]
