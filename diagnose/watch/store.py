@@ -38,8 +38,10 @@ from diagnose.render.schema import MAX_REPORT_BYTES, Report, parse_report
 INDEX = "index.sqlite"
 CAPTURES = "captures"
 REPORT = "report.json"
-#: ``PRAGMA user_version`` of an index this diagnose writes and reads
-INDEX_VERSION = 1
+#: ``PRAGMA user_version`` of an index this diagnose writes; it reads these too, and a watch
+#: brings an older one up to date (:data:`_MIGRATIONS`)
+INDEX_VERSION = 2
+READS_VERSIONS = (1, 2)
 
 #: the metrics each row keeps (docs/metrics.md): what history, fleet and alerts compare
 KEY_METRICS = (
@@ -77,10 +79,26 @@ CREATE TABLE IF NOT EXISTS captures (
     ended_by TEXT NOT NULL,
     path TEXT NOT NULL,
     kept_whole INTEGER NOT NULL,
-    bytes INTEGER NOT NULL
+    bytes INTEGER NOT NULL,
+    p99_ms REAL,
+    p99_baseline_ms REAL,
+    drift INTEGER NOT NULL DEFAULT 0,
+    drift_from INTEGER,
+    comparison TEXT
 );
 CREATE INDEX IF NOT EXISTS captures_started ON captures (started_unix);
 """
+#: version -> what brings an index of that version to the next (version 2: the service's
+#: P99 from Prometheus and latency drift; the rows before have no reading)
+_MIGRATIONS = {
+    1: """
+ALTER TABLE captures ADD COLUMN p99_ms REAL;
+ALTER TABLE captures ADD COLUMN p99_baseline_ms REAL;
+ALTER TABLE captures ADD COLUMN drift INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE captures ADD COLUMN drift_from INTEGER;
+ALTER TABLE captures ADD COLUMN comparison TEXT;
+""",
+}
 
 
 @dataclass(frozen=True)
@@ -102,6 +120,11 @@ class CaptureRow:
     path: str  # of the capture's directory, relative to the store
     kept_whole: bool  # the whole bundle is kept (else its report.json alone)
     bytes: int  # what the capture's directory holds now
+    p99_ms: float | None = None  # the service's P99 from Prometheus (None: not read)
+    p99_baseline_ms: float | None = None  # the last day's median before it (None: < 3)
+    drift: bool = False  # P99 above the baseline by more than --drift
+    drift_from: int | None = None  # the capture the drifted one was compared with
+    comparison: str | None = None  # that comparison's compare.json, relative to the store
 
     @property
     def verdict(self) -> tuple[str, str | None]:
@@ -203,19 +226,26 @@ class Store:
         return store
 
     def _check_version(self, create: bool) -> None:
+        """A new index gets the schema; a writer brings an older one up to date, in one
+        transaction; a reader reads it as it is; a newer one is refused."""
         try:
             version = int(self.db.execute("PRAGMA user_version").fetchone()[0])
             if version == 0 and create:
                 self.db.executescript(_SCHEMA + f"PRAGMA user_version = {INDEX_VERSION};")
                 version = INDEX_VERSION
+            while create and version in _MIGRATIONS:
+                version += 1
+                self.db.executescript(
+                    f"BEGIN; {_MIGRATIONS[version - 1]} PRAGMA user_version = {version}; COMMIT;"
+                )
         except sqlite3.Error as exc:
             self.close()
             raise BadBundle(f"{self.path / INDEX} is not a diagnose watch index: {exc}") from None
-        if version != INDEX_VERSION:
+        if version not in READS_VERSIONS:
             self.close()
             raise BadBundle(
                 f"{self.path / INDEX} is a watch index of version {version}; this diagnose "
-                f"reads version {INDEX_VERSION}"
+                f"reads versions {', '.join(map(str, READS_VERSIONS))}"
             )
 
     def close(self) -> None:
@@ -244,6 +274,32 @@ class Store:
     def latest(self) -> CaptureRow | None:
         rows = self.captures()
         return rows[-1] if rows else None
+
+    def readings(self, since_unix: float) -> list[float]:
+        """The P99 readings (ms) of the captures started since ``since_unix``, oldest first."""
+        if not self._has_latency():
+            return []
+        rows = self.db.execute(
+            "SELECT p99_ms FROM captures WHERE p99_ms IS NOT NULL AND started_unix >= ? "
+            "ORDER BY started_unix, id",
+            (since_unix,),
+        ).fetchall()
+        return [v for (v,) in rows if _number(v) is not None]
+
+    def last_steady(self) -> CaptureRow | None:
+        """The newest capture with a P99 reading that did not drift: the one a drift is
+        compared with (the last before it began)."""
+        if not self._has_latency():
+            return None
+        r = self.db.execute(
+            "SELECT * FROM captures WHERE p99_ms IS NOT NULL AND drift = 0 "
+            "ORDER BY started_unix DESC, id DESC LIMIT 1"
+        ).fetchone()
+        return None if r is None else _row(r)
+
+    def _has_latency(self) -> bool:
+        """Whether the index has the latency columns (a version-1 index read as it is)."""
+        return int(self.db.execute("PRAGMA user_version").fetchone()[0]) >= 2
 
     def report(self, row: CaptureRow) -> Report:
         """The report.json of ``row`` (read through the store's descriptor)."""
@@ -321,6 +377,9 @@ def _row(r: sqlite3.Row) -> CaptureRow:
     metrics = json.loads(r["metrics"])
     if not isinstance(metrics, dict):
         raise ValueError("metrics is not an object")
+    new = r.keys()  # a version-1 index has none of the latency columns
+    latency = {k: r[k] for k in ("p99_ms", "p99_baseline_ms", "drift", "drift_from",
+                                  "comparison") if k in new}  # fmt: skip
     return CaptureRow(
         id=int(r["id"]),
         started=str(r["started"]),
@@ -337,6 +396,11 @@ def _row(r: sqlite3.Row) -> CaptureRow:
         path=str(r["path"]),
         kept_whole=bool(r["kept_whole"]),
         bytes=int(r["bytes"]),
+        p99_ms=_number(latency.get("p99_ms")),
+        p99_baseline_ms=_number(latency.get("p99_baseline_ms")),
+        drift=bool(latency.get("drift")),
+        drift_from=None if latency.get("drift_from") is None else int(latency["drift_from"]),
+        comparison=None if latency.get("comparison") is None else str(latency["comparison"]),
     )
 
 
