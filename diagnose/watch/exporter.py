@@ -47,6 +47,10 @@ GAUGES = {
     "diagnose_self_cpu_cores": "CPU diagnose and its helpers used per second of the capture.",
     "diagnose_capture_duration_seconds": "Length of the last capture's measured window.",
     "diagnose_last_capture_timestamp_seconds": "Unix time the last capture started.",
+    "diagnose_latency_p99_seconds": "The service's P99 read from Prometheus at the last "
+    "capture (--latency-query).",
+    "diagnose_latency_baseline_seconds": "The median of the last day's P99 readings before the "
+    "last capture (at least 3 readings).",
 }
 CAPTURES_TOTAL = "diagnose_captures"  # exposed as diagnose_captures_total
 CAPTURES_HELP = "Captures diagnose watch made and judged."
@@ -75,9 +79,14 @@ def _scores(findings: Iterable[Mapping[str, Any]]) -> list[tuple[Labels, float]]
     return [({"category": c, "kind": k}, v) for (c, k), v in sorted(best.items())]
 
 
-def report_series(report: Mapping[str, Any], started_unix: float | None = None) -> Series:
-    """Each gauge's series (labels besides service and pid, value) from one report; a
-    metric that was not measured (null) has no series."""
+def report_series(
+    report: Mapping[str, Any],
+    started_unix: float | None = None,
+    latency: tuple[float | None, float | None] = (None, None),
+) -> Series:
+    """Each gauge's series (labels besides service and pid, value) from one report and the
+    service's P99 and its baseline (ms); a metric that was not measured (null) has no
+    series."""
     m = report.get("metrics") or {}
     v = report.get("verdict") or {}
     cap = report.get("capture") or {}
@@ -107,6 +116,8 @@ def report_series(report: Mapping[str, Any], started_unix: float | None = None) 
     put("diagnose_self_cpu_cores", {}, m.get("tool_cpu_cores"))
     put("diagnose_capture_duration_seconds", {}, cap.get("duration_actual"))
     put("diagnose_last_capture_timestamp_seconds", {}, started_unix)
+    put("diagnose_latency_p99_seconds", {}, latency[0], 1e-3)
+    put("diagnose_latency_baseline_seconds", {}, latency[1], 1e-3)
     return out
 
 
@@ -120,8 +131,13 @@ class WatchCollector(Collector):
     captures: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def update(self, report: Mapping[str, Any], started_unix: float | None) -> None:
-        series = report_series(report, started_unix)
+    def update(
+        self,
+        report: Mapping[str, Any],
+        started_unix: float | None,
+        latency: tuple[float | None, float | None] = (None, None),
+    ) -> None:
+        series = report_series(report, started_unix, latency)
         with self.lock:
             self.series = series
             self.captures += 1
