@@ -7,6 +7,11 @@ library's :func:`~diagnose.collect.session.capture` and its judgement
 :func:`~diagnose.app.report.write_reports` (report.json only: the HTML page, the costliest
 part, is drawn only for the bundles kept whole). SIGINT, SIGTERM and SIGHUP end the watch:
 a capture in progress ends early as attach's does and is still judged and stored.
+
+With a latency query (``--prometheus``), the service's P99 is read from Prometheus as each
+capture ends; a P99 more than ``--drift`` above the baseline (diagnose/watch/drift.py) keeps
+the capture whole, with a comparison against the last capture before the drift began
+(compare.json and compare.html in its directory, :mod:`diagnose.app.compare`).
 """
 
 from __future__ import annotations
@@ -28,14 +33,18 @@ from diagnose.app.reporters import file_names
 from diagnose.bundle.safedir import SafeDir
 from diagnose.collect.base import CaptureOptions
 from diagnose.collect.session import capture
-from diagnose.errors import BadBundle, Busy, TargetError, one_line
+from diagnose.errors import BadBundle, Busy, DiagnoseError, TargetError, one_line
 from diagnose.run import LaunchedCommand, terminate_is_interrupt
+from diagnose.watch.drift import BASELINE_WINDOW_S, DEFAULT_DRIFT, Drift, judge
 from diagnose.watch.exporter import WatchCollector, serve
+from diagnose.watch.latency import LatencyQuery, Reading
 from diagnose.watch.store import CAPTURES, CaptureRow, Store, row_values
 
 #: how often the wait between captures looks at the target (a --run command that exited
 #: ends the watch within this, not at the next capture minutes later)
 POLL_S = 0.5
+#: what a drifted capture's comparison is written as (compare.json, and a page to open)
+COMPARE_FORMATS = ["json", "html"]
 
 
 @dataclass(frozen=True)
@@ -48,17 +57,21 @@ class WatchPlan:
     rules_dirs: tuple[Path, ...] = ()
     command: tuple[str, ...] = ()
     count: int | None = None  # stop after this many captures (None: until stopped)
+    latency: LatencyQuery | None = None  # the service's P99 from Prometheus (--prometheus)
+    drift: float = DEFAULT_DRIFT  # a P99 this much above the baseline is a drift (0.2: 20%)
 
 
 @dataclass(frozen=True)
 class Stored:
     """What one cycle did: the row added (None if the cycle was skipped), the captures
-    retention removed, and a note (why it was skipped)."""
+    retention removed, a note (why it was skipped), and a warning (why the service's P99
+    was not read, or its drift not compared)."""
 
     row: CaptureRow | None
     changed: bool = False
     removed: tuple[CaptureRow, ...] = ()
     note: str = ""
+    warning: str = ""
 
 
 @dataclass
@@ -143,8 +156,9 @@ class Watcher:
             return None
         cap = result.manifest.capture
         assert result.writer is not None
+        reading = self.plan.latency.read() if self.plan.latency is not None else None
         try:
-            stored = self._judge_and_store(result.writer.dir.dup(), rel)
+            stored = self._judge_and_store(result.writer.dir.dup(), rel, reading)
         finally:
             result.writer.close()
         self.captures += stored.row is not None
@@ -165,7 +179,7 @@ class Watcher:
             rel = f"{CAPTURES}/{pid}-{stamp}-{n}"
         return rel
 
-    def _judge_and_store(self, bundle_dir: SafeDir, rel: str) -> Stored:
+    def _judge_and_store(self, bundle_dir: SafeDir, rel: str, reading: Reading | None) -> Stored:
         try:
             d, _ = write_reports(bundle_dir, ["json"], None, self.plan.rules_dirs)
         except BadBundle as exc:  # nothing usable was recorded: nothing is kept
@@ -173,26 +187,70 @@ class Watcher:
                 self.store.dir.remove_tree(rel)
             return Stored(None, note=f"not judged: {one_line(exc, 200)}")
         try:
-            return self._store(d, rel)
+            return self._store(d, rel, reading)
         finally:
             _close(d)
 
-    def _store(self, d: Diagnosis, rel: str) -> Stored:
+    def _store(self, d: Diagnosis, rel: str, reading: Reading | None) -> Stored:
         service = self.collector.service if self.collector else str(d.report["target"]["comm"])
         values = row_values(d.report, service)
         prev = self.store.latest()
         changed = prev is None or prev.verdict != (values["category"], values["kind"])
-        if changed:  # kept whole: with its page, for people to open
+        drift = self._drift(reading, values["started_unix"])
+        drifted = drift is not None and drift.drifted
+        if changed or drifted:  # kept whole: with its page, for people to open
             render_reports(
                 d.report, open_output(d.bundle, ["html"], None, file_names("report")), ["html"]
             )
         else:
             self.store.keep_report_only(rel)
-        row = self.store.add(values, rel, kept_whole=changed)
+        warning = f"P99 not read: {reading.note}" if reading and reading.p99_ms is None else ""
+        if drift is not None:
+            before = self.store.last_steady() if drifted else None
+            compared, why = self._compare(d, rel, drift, before) if drifted else (None, "")
+            warning = why
+            values.update(p99_ms=drift.p99_ms, p99_baseline_ms=drift.baseline_ms,
+                          drift=int(drifted), comparison=compared,
+                          drift_from=before.id if before and compared else None)  # fmt: skip
+        row = self.store.add(values, rel, kept_whole=changed or drifted)
         removed = self.store.prune(time.time(), self.plan.keep_s, self.plan.max_store_bytes)
         if self.collector is not None:
-            self.collector.update(d.report, row.started_unix)
-        return Stored(row, changed, tuple(removed))
+            self.collector.update(d.report, row.started_unix, (row.p99_ms, row.p99_baseline_ms))
+        return Stored(row, changed, tuple(removed), warning=warning)
+
+    def _drift(self, reading: Reading | None, started_unix: float) -> Drift | None:
+        """This capture's P99 against the last day's readings (None: no reading)."""
+        if reading is None or reading.p99_ms is None:
+            return None
+        readings = self.store.readings(started_unix - BASELINE_WINDOW_S)
+        return judge(reading.p99_ms, readings, self.plan.drift)
+
+    def _compare(
+        self, d: Diagnosis, rel: str, drift: Drift, before: CaptureRow | None
+    ) -> tuple[str | None, str]:
+        """Compare the drifted capture with ``before``, the last one before the drift
+        began, each side with its P99; the comparison goes into the drifted capture's
+        directory. Returns its compare.json relative to the store, or None and why not."""
+        # compare reads the flame graphs with pandas: imported once a drift needs it
+        from diagnose.app.compare import compare, write_comparison
+        from diagnose.verdict.outcome import figures
+
+        if before is None or before.p99_ms is None:
+            return None, "P99 drifted, but no capture before the drift to compare with"
+        assert self.plan.latency is not None
+        source = self.plan.latency.source
+        try:
+            c = compare(
+                self.store.report(before),
+                d.report,
+                service=(figures(source=source, p99_ms=before.p99_ms),
+                         figures(source=source, p99_ms=drift.p99_ms)),
+            )  # fmt: skip
+            target = open_output(d.bundle, COMPARE_FORMATS, None, file_names("compare"))
+            write_comparison(c, target, COMPARE_FORMATS)
+        except (DiagnoseError, OSError, ValueError) as exc:
+            return None, f"P99 drifted, but the comparison failed: {one_line(exc, 200)}"
+        return f"{rel}/{file_names('compare')['json']}", ""
 
 
 def _close(d: Diagnosis) -> None:

@@ -16,8 +16,10 @@ from diagnose.collect.registry import COLLECTORS
 from diagnose.errors import TargetError, UsageError
 from diagnose.escape import term
 from diagnose.render.watch import stored_line
+from diagnose.watch.drift import latency_words, parse_drift
 from diagnose.watch.duration import format_duration, parse_duration
 from diagnose.watch.exporter import parse_address
+from diagnose.watch.latency import LatencyQuery
 
 GIB = 1024**3
 
@@ -30,6 +32,53 @@ def _target(target: tuple[str, ...], run: bool, warmup: float, grace: float) -> 
     if len(target) != 1 or not target[0].isdigit():
         raise UsageError("give the service's PID (diagnose watch PID), or --run -- CMD ARGS")
     return Target(pid=int(target[0]))
+
+
+def _store_budget(max_store_gb: float) -> tuple[int, int]:
+    """--max-store-gb in bytes, and the budget of one capture (MB): half the store at most
+    (attach's own budget is 1 GiB)."""
+    if not (0 < max_store_gb <= 1024):
+        raise UsageError(
+            f"--max-store-gb must be more than 0 and at most 1024, not {max_store_gb:g}"
+        )
+    max_store = int(max_store_gb * GIB)
+    return max_store, max(1, min(1024, max_store // 2 // 1024**2))
+
+
+def _start_line(
+    pid: int, name: str, plan: WatchPlan, store: Path, address: tuple[str, int] | None
+) -> str:
+    where = f"; metrics on http://{address[0]}:{address[1]}/metrics" if address else ""
+    if plan.latency is not None:
+        where += f"; P99 from Prometheus at {plan.latency.shown}, drift above +{plan.drift:.0%}"
+    return (
+        f"diagnose watch: PID {pid} ({term(name, 80)}), a "
+        f"{format_duration(plan.options.duration)} capture every "
+        f"{format_duration(plan.every_s)} into {term(store, 300)}{where}"
+    )
+
+
+def _echo_stored(s: Stored, store: Path) -> None:
+    """A capture's line on stdout; the warning, if any (the P99 not read), on stderr."""
+    row = s.row
+    words = latency_words(row.p99_ms, row.p99_baseline_ms, row.drift, row.drift_from) if row else ""
+    page = store / row.path / "compare.html" if row and row.comparison else None
+    click.echo(stored_line(row.to_dict() if row else None, len(s.removed), s.note, words,
+                           term(page, 600) if page else "", s.changed))  # fmt: skip
+    if s.warning:
+        click.echo(f"diagnose watch: warning: {term(s.warning, 400)}", err=True)
+
+
+def _latency(prometheus: str | None, query: str | None) -> LatencyQuery | None:
+    """--prometheus and --latency-query, checked, and the query tried once: a query
+    Prometheus rejects is exit 2 now; Prometheus unreachable is a warning per capture."""
+    if prometheus is None and query is None:
+        return None
+    if prometheus is None or query is None:
+        raise UsageError("--prometheus URL and --latency-query PROMQL go together")
+    latency = LatencyQuery.from_options(prometheus, query)
+    latency.check()
+    return latency
 
 
 @main.command()
@@ -48,6 +97,12 @@ def _target(target: tuple[str, ...], run: bool, warmup: float, grace: float) -> 
               help="Serve Prometheus metrics on http://HOST:PORT/metrics (e.g. 127.0.0.1:9464).")  # fmt: skip
 @click.option("--service", default=None,
               help="The service label of the metrics (default: the process's command name).")  # fmt: skip
+@click.option("--prometheus", default=None, metavar="URL",
+              help="Read the service's P99 at each capture from this Prometheus (http://HOST:9090).")  # fmt: skip
+@click.option("--latency-query", default=None, metavar="PROMQL",
+              help="The P99 in seconds, one series: histogram_quantile(0.99, sum by (le) (rate(X_bucket[1m]))).")  # fmt: skip
+@click.option("--drift", "drift_pct", default="20%", show_default=True, metavar="PCT",
+              help="A P99 this much above the last day's median keeps the capture whole, compared.")  # fmt: skip
 @click.option("--count", type=int, default=None, help="Stop after this many captures.")
 @click.option("--run", "run_", is_flag=True,
               help="Start the command after -- and watch it; the watch ends when it exits.")  # fmt: skip
@@ -72,6 +127,9 @@ def watch(
     max_store_gb: float,
     metrics: str | None,
     service: str | None,
+    prometheus: str | None,
+    latency_query: str | None,
+    drift_pct: str,
     count: int | None,
     run_: bool,
     warmup: float,
@@ -92,6 +150,10 @@ def watch(
     confidence, what was kept. `diagnose history STORE` shows the timeline.
 
     \b
+    --prometheus, --latency-query: a P99 more than --drift above the last day's median keeps
+    the capture whole, compared with the last capture before the drift (compare.html).
+
+    \b
     Ctrl-C or SIGTERM ends the watch: a capture in progress ends early, is judged and
     stored, then diagnose exits 0. The target exiting ends it with exit code 3 (with
     --run: the command exited; it is not restarted).
@@ -99,15 +161,11 @@ def watch(
     every_s, capture_s = parse_duration(every, "--every"), parse_duration(capture_for, "--capture")
     if every_s < capture_s:
         raise UsageError(f"--every ({every}) must be at least --capture ({capture_for})")
-    if not (0 < max_store_gb <= 1024):
-        raise UsageError(
-            f"--max-store-gb must be more than 0 and at most 1024, not {max_store_gb:g}"
-        )
     if count is not None and count < 1:
         raise UsageError(f"--count must be 1 or more, not {count}")
-    max_store = int(max_store_gb * GIB)
-    # one capture may take half the store at most (attach's own budget is 1 GiB)
-    bundle_mb = max(1, min(1024, max_store // 2 // 1024**2))
+    max_store, bundle_mb = _store_budget(max_store_gb)
+    drift = parse_drift(drift_pct)
+    latency = _latency(prometheus, latency_query)
     plan = WatchPlan(
         every_s=every_s,
         options=make_options(
@@ -119,21 +177,18 @@ def watch(
         rules_dirs=rules_dirs,
         command=tuple(sys.argv),
         count=count,
+        latency=latency,
+        drift=drift,
     )
     address = parse_address(metrics) if metrics else None
     progress = Progress()
 
     def started(pid: int, name: str) -> None:
-        where = f"; metrics on http://{address[0]}:{address[1]}/metrics" if address else ""
-        click.echo(
-            f"diagnose watch: PID {pid} ({term(name, 80)}), a {format_duration(capture_s)} "
-            f"capture every {format_duration(every_s)} into {term(store, 300)}{where}",
-            err=True,
-        )
+        click.echo(_start_line(pid, name, plan, store, address), err=True)
 
     def stored(s: Stored) -> None:
         progress.done()
-        click.echo(stored_line(s.row.to_dict() if s.row else None, len(s.removed), s.note))
+        _echo_stored(s, store)
 
     end = watch_target(plan, store, _target(target, run_, warmup, grace), service, address,
                        stored, started, progress)  # fmt: skip

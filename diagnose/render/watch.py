@@ -40,19 +40,34 @@ def size(n: int) -> str:
     return f"{n} B"
 
 
-def stored_line(row: Mapping[str, Any] | None, removed: int = 0, note: str = "") -> str:
+def stored_line(
+    row: Mapping[str, Any] | None,
+    removed: int = 0,
+    note: str = "",
+    latency: str = "",
+    comparison: str = "",
+    changed: bool | None = None,
+) -> str:
     """One line per capture of ``diagnose watch`` (``row``: the index's row, None for a
-    turn that was skipped): time, verdict, confidence, what was kept."""
+    turn that was skipped): time, verdict, confidence, what was kept, then the service's
+    P99 in words (``latency``) and the comparison a drift was kept with. ``changed``: the
+    verdict changed (None: a capture kept whole without a drift did)."""
     if row is None:
         return term(f"{datetime.now():%Y-%m-%d %H:%M:%S}  {note}", 300)
     verdict = verdict_text(row["category"], row["kind"], row["confidence"])
-    kept = "kept whole (verdict changed)" if row["kept_whole"] else "report.json kept"
+    drift = bool(row.get("drift"))
+    if changed is None:
+        changed = bool(row["kept_whole"]) and not drift
+    why = [w for w, on in (("verdict changed", changed), ("latency drift", drift)) if on]
+    kept = f"kept whole ({', '.join(why)})" if row["kept_whole"] else "report.json kept"
     parts = [when(row["started"]), f"{verdict:<28}", f"{kept}, {size(row['bytes'])}"]
     if row["ended_by"] and row["ended_by"] != "duration":
         parts.append(f"[{row['ended_by']}]")
     if removed:
         parts.append(f"retention removed {removed} old")
-    return term("  ".join(parts), 300)
+    if latency:
+        parts.append(latency + (f": {comparison}" if comparison else ""))
+    return term("  ".join(parts), 1000)
 
 
 # --- history -----------------------------------------------------------------------------
@@ -73,6 +88,12 @@ def render_history_text(h: Mapping[str, Any]) -> str:
             out.append("    " + term(b["headline"], 200))
     if not h["bands"]:
         out.append("no captures yet")
+    drifts = [c for c in h["captures"] if c.get("drift")]
+    if drifts:
+        out.append(f"Latency drifts ({len(drifts)}):")
+    for c in drifts:
+        link = f": {c['comparison_link']}" if c.get("comparison_link") else ""
+        out.append(term(f"{when(c['started'])}  capture {c['id']}  {c['latency']}{link}", 600))
     return "\n".join(out) + "\n"
 
 

@@ -1,8 +1,9 @@
 """``diagnose history STORE``: a store's verdict timeline as data (docs/watch.md, "History").
 
 The model is a plain dict, the JSON ``--json`` prints: ``captures`` (every row of the
-index, oldest first, each with a ``link`` to what is kept of it) and ``bands`` (runs of
-consecutive captures with the same verdict), which the terminal and the HTML page show.
+index, oldest first, each with a ``link`` to what is kept of it, its ``latency`` in words
+and, for a latency drift, ``comparison_link``) and ``bands`` (runs of consecutive captures
+with the same verdict), which the terminal and the HTML page show.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from diagnose import __version__
+from diagnose.watch.drift import latency_words
 from diagnose.watch.store import REPORT, CaptureRow, Store
 
 HISTORY_SCHEMA = "diagnose.history/1"
@@ -28,6 +30,17 @@ def link(store: Store, row: CaptureRow, base: str = "") -> str | None:
         "report.html" if row.kept_whole and store.dir.is_file(f"{row.path}/report.html") else REPORT
     )
     return f"{base}{row.path}/{name}" if store.dir.is_file(f"{row.path}/{name}") else None
+
+
+def comparison_link(store: Store, row: CaptureRow, base: str = "") -> str | None:
+    """The comparison a drifted capture was kept with (its page, else its compare.json),
+    relative to ``base`` as :func:`link`'s."""
+    if not row.drift or not row.comparison or not _OWN_PATH.fullmatch(row.path):
+        return None
+    for name in ("compare.html", "compare.json"):
+        if store.dir.is_file(f"{row.path}/{name}"):
+            return f"{base}{row.path}/{name}"
+    return None
 
 
 def _bands(rows: list[CaptureRow]) -> list[dict[str, Any]]:
@@ -51,7 +64,12 @@ def _bands(rows: list[CaptureRow]) -> list[dict[str, Any]]:
 def history(store: Store, base: str = "") -> dict[str, Any]:
     """The timeline of ``store``; links relative to ``base`` (see :func:`link`)."""
     rows = store.captures()
-    captures = [{**r.to_dict(), "link": link(store, r, base)} for r in rows]
+    captures = [
+        {**r.to_dict(), "link": link(store, r, base),
+         "latency": latency_words(r.p99_ms, r.p99_baseline_ms, r.drift, r.drift_from),
+         "comparison_link": comparison_link(store, r, base)}
+        for r in rows
+    ]  # fmt: skip
     bands = _bands(rows)
     return {
         "schema": HISTORY_SCHEMA,
