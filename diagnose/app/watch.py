@@ -205,10 +205,9 @@ class Watcher:
         else:
             self.store.keep_report_only(rel)
         warning = f"P99 not read: {reading.note}" if reading and reading.p99_ms is None else ""
-        if drift is not None:
+        if drift is not None:  # a reading: no warning so far
             before = self.store.last_steady() if drifted else None
-            compared, why = self._compare(d, rel, drift, before) if drifted else (None, "")
-            warning = why
+            compared, warning = self._compare(d, rel, drift, before) if drifted else (None, "")
             values.update(p99_ms=drift.p99_ms, p99_baseline_ms=drift.baseline_ms,
                           drift=int(drifted), comparison=compared,
                           drift_from=before.id if before and compared else None)  # fmt: skip
@@ -248,7 +247,8 @@ class Watcher:
             )  # fmt: skip
             target = open_output(d.bundle, COMPARE_FORMATS, None, file_names("compare"))
             write_comparison(c, target, COMPARE_FORMATS)
-        except (DiagnoseError, OSError, ValueError) as exc:
+        except (DiagnoseError, OSError, ValueError, KeyError, TypeError) as exc:
+            # an earlier report this diagnose cannot compare: the capture is still stored
             return None, f"P99 drifted, but the comparison failed: {one_line(exc, 200)}"
         return f"{rel}/{file_names('compare')['json']}", ""
 
