@@ -132,6 +132,19 @@ def test_a_framework_library_joined_to_a_line_that_mostly_does_other_work_is_no_
     assert [mp.path[-1] for mp in ctx.structure.calls] == ["Image.resize (PIL/Image.py:2440)"]  # type: ignore[union-attr]
 
 
+def test_jit_code_joined_to_a_preprocessing_line_is_the_models_time() -> None:
+    # GIVEN convolution samples in code the runtime generated (no symbol: perf names the
+    # region perf-PID.map), joined to the resize's line; the resize's own samples
+    resize = ("handle (app.py:69)", "load_image (app.py:48)", "Image.resize (PIL/Image.py:2440)")
+    jit = (*resize, "[unknown] (perf-4242.map)")
+    work = (*resize, "_ImagingResampleHorizontal_8bpc (_imaging.so)")
+    real = ("handle (app.py:71)", TORCH)
+    got, _ = placed([(1, jit, 3.0), (1, work, 20.0), (1, real, 4.0)])
+    # THEN the generated code's time is the model's, the resize's stays preprocessing
+    assert got[(1, jit)][0] == "model"
+    assert got[(1, work)] == ("preprocess", "structure")
+
+
 def test_near_miss_a_sample_sharing_no_frame_with_the_model_path_stays_other() -> None:
     model = ("serve (app.py:90)", "handle (app.py:22)", TORCH)
     housekeeping = ("monitor (app.py:200)", "collect_stats (app.py:210)")
