@@ -134,13 +134,15 @@ def test_a_framework_library_joined_to_a_line_that_mostly_does_other_work_is_no_
 
 def test_jit_code_joined_to_a_preprocessing_line_is_the_models_time() -> None:
     # GIVEN convolution samples in code the runtime generated (no symbol: perf names the
-    # region perf-PID.map), joined to the resize's line; the resize's own samples
-    resize = ("handle (app.py:69)", "load_image (app.py:48)", "Image.resize (PIL/Image.py:2440)")
-    jit = (*resize, "[unknown] (perf-4242.map)")
-    work = (*resize, "_ImagingResampleHorizontal_8bpc (_imaging.so)")
+    # region perf-PID.map), joined to a decoding line; that line's own samples. (Under a
+    # frame named as a stage, "Image.resize", the name would keep it: a transform calling
+    # torch is preprocessing.)
+    decode = ("handle (app.py:69)", "load_item (app.py:48)")
+    jit = (*decode, "[unknown] (perf-4242.map)")
+    work = (*decode, "ImagingUnpackRGB (_imaging.so)")
     real = ("handle (app.py:71)", TORCH)
     got, _ = placed([(1, jit, 3.0), (1, work, 20.0), (1, real, 4.0)])
-    # THEN the generated code's time is the model's, the resize's stays preprocessing
+    # THEN the generated code's time is the model's, the decoding's stays preprocessing
     assert got[(1, jit)][0] == "model"
     assert got[(1, work)] == ("preprocess", "structure")
 
