@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pandas.errors
 import psutil
 import pytest
 
@@ -28,6 +29,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # from a terminal.
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    # pandas' warnings of what its next major version refuses fail the test that meets them
+    # (pandas 3 names them; 2.x, which pyproject allows, has no such class)
+    if hasattr(pandas.errors, "Pandas4Warning"):
+        config.addinivalue_line("filterwarnings", "error::pandas.errors.Pandas4Warning")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

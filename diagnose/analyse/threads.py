@@ -68,6 +68,12 @@ def column(df: pd.DataFrame, name: str, default: object = np.nan) -> pd.Series:
     return df[name] if name in df else pd.Series(default, index=df.index)
 
 
+def text_column(df: pd.DataFrame, name: str) -> pd.Series:
+    """Column ``name`` as text, "" where empty: a CSV column with no value in any row is read
+    as floats (NaN), which pandas will not fill with text."""
+    return column(df, name, "").astype(object).fillna("").astype(str)
+
+
 # --- the steps -----------------------------------------------------------------------------
 
 
@@ -221,7 +227,7 @@ def _thread_intervals(
         index=df.index,
     )
     # waiting on a connection it accepted is waiting on its own client, whatever the frame
-    accepted = column(df, "sock", "").fillna("").astype(str).eq("in")
+    accepted = text_column(df, "sock").eq("in")
     df["client"] = ((stack_kind == "client") | accepted).to_numpy()
     # waiting for one's own clients is idle (client-bound), never a dependency
     leaf_kind = stack_kind.where(stack_kind != "client", "idle")
@@ -337,7 +343,7 @@ def classify_waits(
     lk = TextCodes(leaf_kind)
     idle, io = lk.eq("idle"), lk.eq("io")
     # the kernel's word on a socket wait (collect/sockwait.py) outranks the frame's name
-    sock = TextCodes(column(df, "sock", "").fillna("").astype(str))
+    sock = TextCodes(text_column(df, "sock"))
     on_socket = sc.isin(calls.io) | sc.isin(calls.poll)
     conds = [
         state.eq("T", "t"),

@@ -101,8 +101,12 @@ def test_the_services_own_figures_come_first_and_the_fix_reads_as_one(bundles, t
     assert mean["change"] == "better" and mean["after"] < mean["before"] / 3, mean
     assert rows["p99_ms"]["change"] == "better", rows["p99_ms"]
     assert s["outcome"] != "regressed", s
-    assert res.stdout.startswith("Service: ") and "p50 " in res.stdout.splitlines()[0]
-    assert res.stdout.splitlines()[1].startswith("Verdict: ")
+    # the service's line first (wrapped at the width; a loaded run's figures make it longer),
+    # its continuation indented, then the verdict
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith("Service: ") and "p50 " in lines[0]
+    verdict = next(i for i, ln in enumerate(lines) if not ln.startswith("  ") and i > 0)
+    assert lines[verdict].startswith("Verdict: "), lines[: verdict + 1]
     md = (tmp_path / "c.md").read_text()
     assert md.index("## The service") < md.index("## Verdict") < md.index("## What changed")
     # the verdict change in words, from the two verdicts
