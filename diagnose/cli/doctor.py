@@ -8,6 +8,7 @@ import click
 
 from diagnose.cli.group import main
 from diagnose.doctor import diagnose_host, render_text
+from diagnose.render.terminal import fit
 
 
 @main.command()
@@ -19,4 +20,7 @@ def doctor(pid: int | None, as_json: bool) -> None:
     Exits 0 when it could tell (whatever it found), 3 when PID does not exist.
     """
     report = diagnose_host(pid)
-    click.echo(json.dumps(report, indent=1) if as_json else render_text(report))
+    if as_json:
+        click.echo(json.dumps(report, indent=1))
+    else:
+        click.echo("\n".join(fit(render_text(report).splitlines())))

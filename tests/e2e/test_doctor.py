@@ -78,6 +78,8 @@ def test_for_a_python_target():
     assert text.returncode == 0
     assert f"Target: PID {proc.pid}" in text.stdout and "[ok] ptrace" in text.stdout
     assert "[no] perf hw_events" in text.stdout and "fix:" in text.stdout
+    # wrapped to the width (issue 41: the PMU fix ran to 181 characters), continued indented
+    assert all(len(ln) <= 120 for ln in text.stdout.splitlines()), text.stdout
 
 
 def test_for_a_target_that_is_not_python():
