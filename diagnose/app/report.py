@@ -47,25 +47,50 @@ def open_bundle(bundle_path: Path | Bundle | SafeDir) -> Bundle:
     return bundle_path if isinstance(bundle_path, Bundle) else Bundle.open(bundle_path)
 
 
-def diagnose(bundle_path: Path | Bundle | SafeDir, rules_dirs: Iterable[Path] = ()) -> Diagnosis:
-    """Analyse the bundle and the bundles of its service's other workers, count their
-    threads together against the cores they share (analyse/service.py), then judge each."""
+#: a worker's entry (workers.json), its bundle and analysis (None where unreadable), why not
+WorkerAnalysis = tuple[dict[str, Any], "tuple[Bundle, Analysis] | None", str]
+
+
+@dataclass
+class Analysed:
+    """A bundle analysed with its service's other workers, ready to be judged by any rule
+    set (``judge_service``): the analysis is the costly part, judging is milliseconds."""
+
+    bundle: Bundle
+    analysis: Analysis
+    others: list[WorkerAnalysis]
+
+
+def analyse_service(
+    bundle_path: Path | Bundle | SafeDir, rules_dir: Path | None = None
+) -> Analysed:
+    """Analyse the bundle and the bundles of its service's other workers, and count their
+    threads together against the cores they share (analyse/service.py)."""
     from diagnose.analyse.frames import frame_rules
     from diagnose.analyse.service import share_cores
 
     bundle = open_bundle(bundle_path)
-    extra = list(rules_dirs)
-    rules_dir = extra[-1] if extra else None
     analysis = analyse(bundle, rules_dir)
     others = _analyse_workers(bundle, rules_dir)
     share_cores([analysis, *(w[1] for _e, w, _why in others if w)], frame_rules(rules_dir))
-    ruleset = load_rules(extra)
-    d = _judge(bundle, analysis, ruleset)
-    d.workers = [(e, _judge(*w, ruleset) if w else None, why) for e, w, why in others]
+    return Analysed(bundle, analysis, others)
+
+
+def judge_service(a: Analysed, ruleset: RuleSet) -> Diagnosis:
+    """Judge the process and each worker with ``ruleset``; the service's section merges them."""
+    d = _judge(a.bundle, a.analysis, ruleset)
+    d.workers = [(e, _judge(*w, ruleset) if w else None, why) for e, w, why in a.others]
     d.report["service"] = service_section(
         d.report, [(entry, w.report if w else None, why) for entry, w, why in d.workers]
     )
     return d
+
+
+def diagnose(bundle_path: Path | Bundle | SafeDir, rules_dirs: Iterable[Path] = ()) -> Diagnosis:
+    """Analyse the bundle with its service's other workers, then judge each."""
+    extra = list(rules_dirs)
+    analysed = analyse_service(bundle_path, extra[-1] if extra else None)
+    return judge_service(analysed, load_rules(extra))
 
 
 def _judge(bundle: Bundle, analysis: Analysis, ruleset: RuleSet) -> Diagnosis:
@@ -80,15 +105,12 @@ def _judge(bundle: Bundle, analysis: Analysis, ruleset: RuleSet) -> Diagnosis:
     return Diagnosis(bundle, analysis, build_report(bundle, analysis, verdict, ruleset))
 
 
-Analysed = tuple[dict[str, Any], "tuple[Bundle, Analysis] | None", str]
-
-
-def _analyse_workers(bundle: Bundle, rules_dir: Path | None) -> list[Analysed]:
+def _analyse_workers(bundle: Bundle, rules_dir: Path | None) -> list[WorkerAnalysis]:
     """Each other worker of a service (workers.json, diagnose/app/service.py): its entry, its
     bundle and analysis (None where its bundle cannot be read) and why not."""
     from diagnose.bundle.reader import Bundle as BundleReader
 
-    out: list[Analysed] = []
+    out: list[WorkerAnalysis] = []
     held = bundle.dir
     if held is None:
         return out
