@@ -1,6 +1,6 @@
 """diagnose watch --prometheus on real components: a real Prometheus scrapes a real service's
 latency histogram (tests/targets/latency_service.py, prometheus-client), the service slows
-down from 5 ms to 80 ms mid-run, and the watch must catch it: the drifted capture kept whole,
+down from 5 ms to 200 ms mid-run, and the watch must catch it: the drifted capture kept whole,
 compared with the last capture before the drift, both P99s in the comparison, the index and
 the terminal saying drift, and the credentials of the URL nowhere."""
 
@@ -29,7 +29,7 @@ def _readings(store: Path) -> list[dict]:
 def test_a_slowdown_mid_run_is_caught_kept_whole_and_compared(tmp_path):
     port, flag, store = _free_port(), tmp_path / "slow", tmp_path / "store"
     service = subprocess.Popen(
-        [sys.executable, str(SERVICE), "120", str(port), str(flag)],
+        [sys.executable, str(SERVICE), "120", str(port), str(flag), "5", "200"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True,
     )  # fmt: skip
     try:
@@ -51,7 +51,7 @@ def test_a_slowdown_mid_run_is_caught_kept_whole_and_compared(tmp_path):
 def _watch_until_drift(pid: int, url: str, store: Path, flag: Path) -> None:
     with _watch(str(pid), "--every", "4s", "--capture", "2s", "--store", str(store),
                 "--collectors", "proc,pyspy,system", "--prometheus", url,
-                "--latency-query", QUERY, "--drift", "100%", "--count", "7") as w:  # fmt: skip
+                "--latency-query", QUERY, "--drift", "300%", "--count", "7") as w:  # fmt: skip
         # WHEN three captures have a P99 reading (the baseline), the service slows down
         wait_for(lambda: len(_readings(store)) >= 3 or w.poll() is not None, 50, "3 readings")
         assert w.poll() is None, w.stderr.read() if w.stderr else ""
@@ -67,7 +67,9 @@ def _watch_until_drift(pid: int, url: str, store: Path, flag: Path) -> None:
     assert drifted, [(r["p99_ms"], r["p99_baseline_ms"]) for r in rows]
     first = drifted[0]
     steady = max((r for r in before if r["p99_ms"] is not None), key=lambda r: r["id"])
-    assert first["p99_ms"] > 40 and first["p99_baseline_ms"] < 20
+    # (the contrast, not the figures: a loaded CI host took the 5 ms requests' P99 to 20 ms,
+    # inside the histogram's 10-25 ms bucket; 200 ms requests read 100-250 ms)
+    assert first["p99_ms"] > 100 and first["p99_baseline_ms"] < first["p99_ms"] / 4
     # AND it is kept whole though its verdict need not have changed, compared with the last
     # capture before the drift, with the P99 figures on both sides
     assert first["kept_whole"] == 1 and first["drift_from"] == steady["id"]
