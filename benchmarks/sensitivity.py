@@ -63,6 +63,7 @@ class Threshold:
     end: int
     value: float
     context: str  # the comparison it sits in, for the table
+    share: bool = False  # compared with a share: a move past 1 cannot be met, and is not tried
 
     def moved(self, source: str, factor: float) -> str:
         v = self.value * factor
@@ -111,9 +112,12 @@ def _kept_ids(readme: Path) -> set[str]:
     return set(re.findall(r"s\d+", line))
 
 
-def _thresholds(rule: str, source: str) -> Iterator[Threshold]:
+def _thresholds(
+    rule: str, source: str, shares: frozenset[str] = frozenset()
+) -> Iterator[Threshold]:
     """The numbers a comparison in ``source`` holds a metric against: a comparand, or a
-    factor multiplying one. Structural numbers (the 1 of ``1 - x``) are left alone."""
+    factor multiplying one. Structural numbers (the 1 of ``1 - x``) and identities (``==``,
+    ``!=``) are left alone; ``shares`` names the metrics whose values lie in 0..1."""
     text = source.replace("\n", " ").strip()
     offset = source.index(text[:20]) if text else 0
     tree = ast.parse(text, mode="eval")
@@ -128,9 +132,11 @@ def _thresholds(rule: str, source: str) -> Iterator[Threshold]:
 
     found = []
     for node in ast.walk(tree):
-        if not isinstance(node, ast.Compare):
+        if not isinstance(node, ast.Compare) or isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
             continue
         context = ast.get_source_segment(text, node) or ""
+        names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        share = bool(names) and names <= shares
         for side in (node.left, *node.comparators):
             factors = [side.left, side.right] if isinstance(side, ast.BinOp) else []
             if isinstance(side, ast.BinOp) and not isinstance(side.op, ast.Mult):
@@ -138,7 +144,7 @@ def _thresholds(rule: str, source: str) -> Iterator[Threshold]:
             for c in [side, *factors]:
                 if isinstance(c, ast.Constant) and number(c):
                     start, end = offset + c.col_offset, offset + (c.end_col_offset or 0)
-                    found.append(Threshold(rule, start, end, float(c.value), context))
+                    found.append(Threshold(rule, start, end, float(c.value), context, share))
     yield from sorted(found, key=lambda t: t.start)  # in the order they are written
 
 
@@ -168,6 +174,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"# {c.name}: not analysed ({type(exc).__name__}: {exc})", file=sys.stderr)
     base = load_rules()
     known = known_metrics()
+    shares = frozenset(n for n, m in known.items() if m.unit == "share")
 
     def score(rules: Any) -> dict[str, str]:
         """The captures judged wrong, with the verdict each got."""
@@ -184,9 +191,12 @@ def main(argv: list[str] | None = None) -> None:
     append_row(path, {"of": len(analysed), "wrong": wrong0})
     rows = []
     for i, rule in enumerate(base.rules):
-        for t in _thresholds(rule.id, rule.when.source):
-            cells = []
+        for t in _thresholds(rule.id, rule.when.source, shares):
+            cells: list[Cell | None] = []
             for f in factors:
+                if t.share and t.value * f > 1:
+                    cells.append(None)
+                    continue
                 moved = dataclasses.replace(
                     rule, when=compile_expr(t.moved(rule.when.source, f), known)
                 )
@@ -209,8 +219,14 @@ def main(argv: list[str] | None = None) -> None:
         args.out.write_text(doc)
 
 
+def _mark(c: Cell | None) -> str:
+    if c is None:
+        return "n/a"
+    return f"{len(c.won) - len(c.lost):+d}" if c.lost or c.won else "0"
+
+
 def document(
-    rows: list[tuple[Threshold, list[Cell]]],
+    rows: list[tuple[Threshold, list[Cell | None]]],
     factors: list[float],
     total: int,
     wrong0: dict[str, str],
@@ -224,14 +240,17 @@ def document(
         "|---|---|" + "---|" * len(factors) + "---|---|",
     ]
     edge = 0
-    for t, cells in rows:
-        edge += max(len(c.lost) for c in cells) >= 2
-        marks = " | ".join(
-            f"{len(c.won) - len(c.lost):+d}" if c.lost or c.won else "0" for c in cells
-        )
+    for t, maybe in rows:
+        cells = [c for c in maybe if c is not None]
+        edge += max((len(c.lost) for c in cells), default=0) >= 2
+        marks = " | ".join(_mark(c) for c in maybe)
         lost = ", ".join(sorted({n for c in cells for n in c.lost}))
         won = ", ".join(sorted({n for c in cells for n in c.won}))
         ctx = t.context.replace("|", "\\|")
         out.append(f"| {t.rule} | `{ctx}` | {marks} | {lost} | {won} |")
-    out += ["", f"{len(rows)} thresholds; {edge} turn 2 or more right verdicts wrong at a factor."]
+    out += [
+        "",
+        f"{len(rows)} thresholds; {edge} turn 2 or more right verdicts wrong at a factor "
+        "(n/a: a share moved past 1, which no capture can meet).",
+    ]
     return "\n".join(out) + "\n"

@@ -57,4 +57,12 @@ def test_the_table_counts_knife_edges():
     doc = document(rows, [0.7, 1.3], 3, {"b/s03": "compute/kernels"})
     assert doc.startswith("Baseline: 2/3 right (wrong: b/s03 (compute/kernels))")
     assert "| lock.contended | `lock_top_share >= 0.2` | -2 | +1 |" in doc
-    assert doc.rstrip().endswith("1 thresholds; 1 turn 2 or more right verdicts wrong at a factor.")
+    assert "1 thresholds; 1 turn 2 or more right verdicts wrong at a factor" in doc
+
+
+def test_identities_are_not_thresholds_and_shares_stop_at_one():
+    when = "service_processes == 1 and host_cpu_util >= 0.8 and runq_to_oncpu_ratio >= 1"
+    found = list(_thresholds("r", when, frozenset({"host_cpu_util"})))
+    assert [(t.value, t.share) for t in found] == [(0.8, True), (1.0, False)]
+    doc = document([(found[0], [Cell([], []), None])], [0.7, 1.3], 1, {})
+    assert "| r | `host_cpu_util >= 0.8` | 0 | n/a |" in doc
