@@ -225,10 +225,19 @@ class SafeDir:
             return fd
 
     def sub(self, rel: str) -> SafeDir:
-        """The member directory ``rel`` as a SafeDir of its own (never through a link)."""
+        """The member directory ``rel`` as a SafeDir of its own (never through a link). Its
+        descriptor is its own and goes when it is closed: only the directories above it stay
+        in this one's cache (a long-lived store that opens one member per capture would
+        otherwise hold a descriptor for each capture it ever opened)."""
         parts = tuple(p for p in rel.split("/") if p not in ("", "."))
         split_member(rel)  # refuses what would leave this directory
-        return SafeDir(os.dup(self.subdir_fd(parts)), self.display / rel)
+        with self._lock:
+            cached = self._subs.get(parts) if parts else self.fd
+        if cached is not None:
+            return SafeDir(os.dup(cached), self.display / rel)
+        parent = self.subdir_fd(parts[:-1])
+        fd = os.open(parts[-1], _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=parent)
+        return SafeDir(fd, self.display / rel)
 
     def locate(self, rel: str, create_dirs: bool = False) -> tuple[int, str]:
         """(descriptor of the member's directory, its name)."""

@@ -305,7 +305,8 @@ class Store:
         """The report.json of ``row`` (read through the store's descriptor)."""
         rel = f"{row.path}/{REPORT}"
         try:
-            data = self.dir.read_bytes(rel, MAX_REPORT_BYTES + 1)
+            with self.dir.sub(row.path) as sub:  # not cached in the store's descriptor
+                data = sub.read_bytes(REPORT, MAX_REPORT_BYTES + 1)
         except (OSError, ValueError) as exc:
             raise BadBundle(f"{self.path / rel} cannot be read: {exc}") from None
         if len(data) > MAX_REPORT_BYTES:

@@ -3,6 +3,7 @@ retention by age and size, on captures made from the recorded bundle's report.js
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import stat
@@ -12,7 +13,7 @@ import pytest
 
 from diagnose.errors import BadBundle, Busy, UsageError
 from diagnose.watch.duration import format_duration, parse_duration
-from diagnose.watch.store import INDEX, KEY_METRICS, Store
+from diagnose.watch.store import CAPTURES, INDEX, KEY_METRICS, Store, row_values
 from tests.unit.watchkit import add_capture, at, healthy_report, lock_report
 
 DAY = 86400.0
@@ -149,3 +150,25 @@ def test_retention_by_size_removes_the_oldest_first(tmp_path):
 def test_an_index_path_that_leaves_the_store_is_refused(tmp_path):
     with Store.create(tmp_path / "s") as store, pytest.raises(ValueError, match="escapes"):
         store.add({}, "../elsewhere", kept_whole=True)
+
+
+def test_a_long_watch_holds_no_descriptor_per_capture(tmp_path):
+    # GIVEN a store WHEN 40 captures are written (by path, as a capture writes them), each
+    # sized into the index, cut to its report and read back, as a watch does every cycle
+    def descriptors() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    counts = []
+    with Store.create(tmp_path / "store") as store:
+        for i in range(40):
+            rel = f"{CAPTURES}/1-20260101-{i:06d}"
+            (tmp_path / "store" / rel / "proc").mkdir(parents=True)
+            (tmp_path / "store" / rel / "report.json").write_text(json.dumps(healthy_report()))
+            (tmp_path / "store" / rel / "proc" / "threads.csv").write_text("x" * 100)
+            row = store.add(row_values(healthy_report(), "svc"), rel, kept_whole=False)
+            store.keep_report_only(rel)
+            assert store.report(row)["verdict"]["primary"] == "compute"
+            counts.append(descriptors())
+    # THEN it holds as many descriptors after the 40th as after the first (a 1-hour watch
+    # held one per capture: 52 after 52 captures, a week's 1,008 past the usual limit of 1,024)
+    assert counts[-1] == counts[0], counts
