@@ -1,8 +1,8 @@
 """A new user's own pre-fork service (issue 41, item 1): a lock around the model in every
-request's handler, served by gunicorn with 2 workers, under locust. diagnose attach on the
-master must put the lock, where the threads wait on it, and its fix on the first screen: in
-the terminal's summary and at the top of report.html (at 1400 and 800 px), not only in the
-workers' own pages."""
+request's handler, served with 2 workers by gunicorn (gthread) and by uvicorn (FastAPI, sync
+endpoints), under locust. diagnose attach on the master must put the lock, where the threads
+wait on it, and its fix on the first screen: in the terminal's summary and at the top of
+report.html (at 1400 and 800 px), not only in the workers' own pages."""
 
 from __future__ import annotations
 
@@ -22,11 +22,11 @@ pytestmark = pytest.mark.e2e
 TWO_WORKERS = Change("2 workers", args=("--workers", "2"))
 
 
-@pytest.fixture(scope="module")
-def captured(tmp_path_factory) -> tuple[Path, str]:
+@pytest.fixture(scope="module", params=["gunicorn_gthread_model_lock", "fastapi_cache_lock"])
+def captured(request, tmp_path_factory) -> tuple[Path, str]:
     require_locust()
     work = tmp_path_factory.mktemp("svc")
-    (sample,) = select(["gunicorn_gthread_model_lock"])
+    (sample,) = select([request.param])
     with running(sample, TWO_WORKERS, work / "run") as run:
         load = start_load(run, 60, work / "run", users=16)  # 8 request threads per worker
         try:
