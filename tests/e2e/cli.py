@@ -36,6 +36,12 @@ def run_cli(
     )
 
 
+def flat(text: str) -> str:
+    """``text`` with every run of whitespace one space: diagnose wraps its summaries to the
+    width, so a phrase may break across lines wherever the figures before it end."""
+    return " ".join(text.split())
+
+
 def sample_argv(name: str, *args: str) -> list[str]:
     return [sys.executable, str(SAMPLES / f"{name}.py"), *args]
 

@@ -15,7 +15,7 @@ import pytest
 
 from diagnose.bundle import Bundle
 from diagnose.errors import ExitCode
-from tests.e2e.cli import alive, diagnose_argv, kill_all, run_cli, sample_argv, wait_for
+from tests.e2e.cli import alive, diagnose_argv, flat, kill_all, run_cli, sample_argv, wait_for
 
 #: Where a test is about the command's life, not its stacks: without py-spy, whose late start
 #: on a loaded 2-core machine can make a short capture partial (exit 5) for its own reasons.
@@ -48,7 +48,7 @@ def test_runs_a_sample_and_stops_it_after_the_capture(tmp_path):
     # the command's own output passes through (the sample prints its stats when stopped)
     stats = json.loads(next(ln for ln in res.stdout.splitlines() if ln.startswith('{"sample"')))
     assert stats["threads"] == 4
-    assert "exited with code 0 after diagnose stopped it (SIGTERM)" in res.stdout
+    assert "exited with code 0 after diagnose stopped it (SIGTERM)" in flat(res.stdout)
     assert (out / "report.json").is_file()
     assert not alive([run["pid"]])
 
@@ -85,7 +85,7 @@ def test_command_that_exits_early_gives_a_partial_bundle_still_reported(tmp_path
     assert run["exited_before_capture_end"] is True
     assert run["stopped_by"] is None
     assert (out / "report.md").is_file()
-    assert "before the capture ended" in res.stdout
+    assert "before the capture ended" in flat(res.stdout)
 
 
 def test_command_that_fails_mid_capture_reports_its_exit_code(tmp_path):

@@ -34,7 +34,7 @@ import pytest
 
 from benchmarks.zoo import free_port
 from tests.conftest import ROOT, SAMPLES
-from tests.e2e.cli import diagnose_argv, run_cli, wait_for
+from tests.e2e.cli import diagnose_argv, flat, run_cli, wait_for
 
 LOCUSTFILE = str(SAMPLES / "sweep_locustfile.py")
 SHORT = ("--step-duration", "3", "--warmup", "2")
@@ -122,7 +122,7 @@ def test_pool_sweep_runs_every_step_and_stops_everything(pool_sweep):
     # the terminal table: a header and one row per step, then the knee
     table = [ln for ln in res.stdout.splitlines() if ln[:6].strip().isdigit()]
     assert [int(ln.split()[0]) for ln in table] == [1, 2, 4, 8, 16]
-    assert "Knee: the knee is at" in res.stdout and "Sweep report:" in res.stdout
+    assert "Knee: the knee is at" in flat(res.stdout) and "Sweep report:" in res.stdout
     # every step kept its bundle, its report and locust's own output
     for r in s["steps"]:
         assert (out / r["bundle"] / "manifest.json").is_file()
@@ -205,7 +205,7 @@ def test_report_rerenders_a_sweep_directory(pool_sweep, tmp_path):
     after = report(copy)
     assert after["settings"][0]["knee"]["users"] == before["settings"][0]["knee"]["users"]
     assert after["sweep"]["path"] == str(copy.resolve())
-    assert "Knee: the knee is at" in res.stdout
+    assert "Knee: the knee is at" in flat(res.stdout)
     assert (copy / "knee" / "default" / "compare.html").is_file()
 
 
@@ -308,7 +308,7 @@ def test_vary_finds_the_intra_op_setting_that_beats_the_default(tmp_path):
         assert best["best"] == 1 and best["beats_baseline"] is True, best["text"]
         assert best["rows"][1]["qps"] > 2 * best["rows"][0]["qps"], best["text"]
         assert m["chosen"] == 1 and m["capacity"]["replicas"] >= 2
-        assert "INTRA_OP_THREADS=1 is best" in res.stdout
+        assert "INTRA_OP_THREADS=1 is best" in flat(res.stdout)
     finally:
         assert_nothing_left(f"--port {port}", f"127.0.0.1:{port}", str(out))
 
