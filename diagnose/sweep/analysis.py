@@ -265,14 +265,21 @@ class Recommendation:
         return asdict(self)
 
 
+#: steps whose QPS is at least this share of the most are on one plateau (see _pick_sla)
+PLATEAU = 0.98
+
+
 def _pick_sla(points: Sequence[StepPoint], sla_p99_ms: float) -> tuple[int | None, list[str]]:
     """The most QPS among the stable steps meeting the SLA, exactly as the advice says it:
     a step past the knee that meets it with more QPS is the better setting."""
     stable = [i for i, p in enumerate(points) if p.stable]
     within = [i for i in stable if (points[i].p99_ms or 0.0) <= sla_p99_ms]
     if within:
-        best = max(within, key=lambda i: (points[i].qps or 0.0, -points[i].users))
-        return best, []
+        top = max(points[i].qps or 0.0 for i in within)
+        # QPS within 2% of the most is one plateau (a step's noise): there the fewest
+        # concurrent requests serve it at the lowest latency
+        plateau = [i for i in within if (points[i].qps or 0.0) >= PLATEAU * top]
+        return min(plateau, key=lambda i: points[i].users), []
     notes = []
     if stable:
         low = min(stable, key=lambda i: points[i].p99_ms or math.inf)

@@ -188,7 +188,11 @@ def test_pool_sweep_recommends_with_numbers(pool_sweep):
     within = [
         x for x in s["steps"] if x["band"] in ("below", "knee", "past") and x["p99_ms"] <= 400
     ]
-    assert rec["users"] == max(within, key=lambda x: x["qps"])["users"] and rec["p99_ms"] <= 400
+    # (a plateau, QPS within 2% of the most, is served at its fewest users: 4 and 8 users
+    # both gave 39.99 QPS in two runs, at P99 100 and 300 ms)
+    top = max(x["qps"] for x in within)
+    plateau = [x["users"] for x in within if x["qps"] >= 0.98 * top]
+    assert rec["users"] == min(plateau) and rec["p99_ms"] <= 400
     assert rec["safe_qps"] == pytest.approx(round(rec["qps"] * 0.7, 2))
     assert rec["replicas"] == math.ceil(200 / rec["safe_qps"]) + 1
     assert rec["core_threads"][0] >= 1 and rec["max_threads"][1] == 2 * rec["users"]

@@ -192,6 +192,18 @@ def test_queue_bound_from_the_sla_budget():
     assert rec.users == 4 and rec.queue_bound == 24
 
 
+def test_a_plateau_within_the_sla_is_served_at_its_fewest_users():
+    # a pool of 4 lanes: 8 users give the same QPS as 4 (2 runs of the pool sample: 39.99
+    # at both, the raw figures a hair apart either way) at three times the P99
+    rows = [StepPoint(1, 10, p50_ms=100, p99_ms=110), StepPoint(4, 39.99, p50_ms=100, p99_ms=100),
+            StepPoint(8, 40.3, p50_ms=200, p99_ms=300), StepPoint(16, 39.9, p99_ms=720)]  # fmt: skip
+    rec = recommend(rows, find_knee(rows), sla_p99_ms=400)
+    assert rec.users == 4 and rec.p99_ms == 100
+    # beyond 2% the most QPS wins, whatever its latency within the SLA
+    rows[2] = StepPoint(8, 41.0, p50_ms=200, p99_ms=300)
+    assert recommend(rows, find_knee(rows), sla_p99_ms=400).users == 8
+
+
 def test_no_step_meets_the_sla():
     rec = recommend(POOL, find_knee(POOL), sla_p99_ms=10, peak_qps=500)
     assert rec.basis == "none" and rec.sla_met is False and rec.replicas is None
