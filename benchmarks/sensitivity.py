@@ -107,8 +107,15 @@ def blind_cases(spec: str) -> list[Case]:
 
 def _kept_ids(readme: Path) -> set[str]:
     """The ids a batch's README lists as kept ("Kept ids: s01, s03, ..."); empty if none."""
-    text = readme.read_text() if readme.is_file() else ""
-    line = next((ln for ln in text.splitlines() if ln.startswith("Kept ids:")), "")
+    lines = (readme.read_text() if readme.is_file() else "").splitlines()
+    # "Kept ids: s01, ..." on one line, or under a "## Kept ids" heading (batch 4's README)
+    at = next((i for i, ln in enumerate(lines) if ln.lstrip("# ").startswith("Kept ids")), None)
+    if at is None:
+        return set()
+    rest = lines[at].split("Kept ids", 1)[1]
+    line = (
+        rest if re.search(r"s\d+", rest) else next((ln for ln in lines[at + 1 :] if ln.strip()), "")
+    )
     return set(re.findall(r"s\d+", line))
 
 

@@ -49,6 +49,9 @@ def test_a_blind_batch_counts_its_kept_services_only(tmp_path):
     assert sorted(cases) == ["b9/s01", "b9/s02"]  # s03: dropped by the README
     assert cases["b9/s01"].right("lock", "mutex") and not cases["b9/s01"].right("lock", "gil")
     assert cases["b9/s02"].right("idle", None)  # idle has no kinds
+    # the list under a heading, as batch 4's README has it
+    (batch / "README.md").write_text("## Kept ids\n\ns02\n")
+    assert [c.name for c in blind_cases(f"{batch}:{bundles}")] == ["b9/s02"]
 
 
 def test_the_table_counts_knife_edges():
