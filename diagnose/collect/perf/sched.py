@@ -242,6 +242,10 @@ class PerfSchedCollector(PerfCollectorBase):
                 f"recording was left out to bound the time to the verdict"
             )
         if rec.capped() and self.by_budget:
+            # its last event, where all were read: perf starved of CPU reaches its cap (and
+            # writes the file) late, after the events it holds
+            if not summary.cut and last is not None:
+                stopped = last if stopped is None else min(stopped, last)
             details["traced_until_s"] = stopped
             at = f", {stopped} s into the capture" if stopped is not None else ""
             notes.append(
