@@ -19,7 +19,7 @@ and are written by :func:`top_lock_metrics` alone.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
@@ -550,10 +550,17 @@ def _attach_measured(hotspots: list[Hotspot], perf: list[FutexLock]) -> None:
             "native_sites": best.native_sites,
             "blocked_waits": best.blocked_waits,
         }
-        if best.holder and best.holder.site and hot.source != "perf":
+        if not best.holder or hot.source == "perf":
+            continue
+        measured = best.holder
+        if not measured.site and hot.holder and hot.holder.site:
+            # perf saw who released it, but no sample fell inside their hold windows (a
+            # starved sampler): what ran inside the region is the inferred holder's site
+            measured = replace(measured, site=hot.holder.site)
+        if measured.site:
             if hot.holder:
                 hot.holder_inferred = hot.holder
-            hot.holder = best.holder
+            hot.holder = measured
 
 
 def max_concurrent(waits: pd.DataFrame) -> int:

@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 from diagnose.analyse.frames import inside_region
 from diagnose.analyse.load import BundleData
 from diagnose.analyse.locks import (
+    FutexLock,
+    _attach_measured,
     covered_within,
     gil_behind_locks,
     gil_wait_in_windows,
@@ -20,6 +22,7 @@ from diagnose.analyse.locks import (
     proc_locks,
     top_lock_metrics,
 )
+from diagnose.analyse.model import Holder, HolderThread, Hotspot
 from diagnose.analyse.pipeline import analyse_data
 from diagnose.analyse.threads import thread_states
 from tests.unit.analysis import FR, FUTEX, bundle_data, futex_table, run, ticks
@@ -288,3 +291,33 @@ def test_without_blocked_ticks_at_its_site_the_waits_own_site_stands():
     ctx.hotspots[0].site = "elsewhere (app.py:50)"
     perf_locks(ctx)
     assert ctx.metrics["futex_top_site"] == "worker (app.py:9)"
+
+
+def _hotspot(holder: Holder | None) -> Hotspot:
+    return Hotspot("addr:0x10", "0x10", ["0x10"], 3, [], 1.0, 0.5, "handle (app.py:9)", [], 3,
+                   holder)  # fmt: skip
+
+
+def _measured(site: str) -> FutexLock:
+    holder = Holder(site, (HolderThread(7, "w1", 12),), measured=True, evidence=12)
+    return FutexLock("0x10", 3, 40, 1.2, 30, "handle (app.py:9)", [], [], [], holder)
+
+
+def test_a_measured_holder_without_samples_in_its_windows_takes_the_inferred_site():
+    # GIVEN perf's releasers of the lock, but no sample inside their hold windows
+    inferred = Holder("predict (app.py:20)", (HolderThread(8, "w2", 5),), measured=False,
+                      evidence=5)  # fmt: skip
+    hot = _hotspot(inferred)
+    _attach_measured([hot], [_measured("")])
+    # THEN the holder is the measured one (who released it), running the region's site
+    assert hot.holder is not None and hot.holder.measured
+    assert hot.holder.threads[0].tid == 7 and hot.holder.site == "predict (app.py:20)"
+    assert hot.holder_inferred is inferred
+    # AND with a site of its own, the measured one stands as it is
+    hot = _hotspot(inferred)
+    _attach_measured([hot], [_measured("ones (numpy)")])
+    assert hot.holder is not None and hot.holder.site == "ones (numpy)"
+    # AND with neither, nothing is made up
+    hot = _hotspot(None)
+    _attach_measured([hot], [_measured("")])
+    assert hot.holder is None and hot.perf is not None
