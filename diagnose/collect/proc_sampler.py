@@ -78,6 +78,11 @@ PROCESS_COLUMNS = [
     # the slow ticks' rate (empty between: reading every helper's stat was a fifth of the
     # sampler's own CPU at 20 Hz)
     "tool_cpu_s",
+    # at the slow ticks, from the kernel's socket times (collect/tcpinfo.py): requests
+    # outstanding at dependencies (outbound connections awaiting a reply), and clients with
+    # traffic (accepted connections that received data in the last second)
+    "out_awaiting",
+    "clients",
 ]
 CPU_COLUMNS = ["t", "cpu", "busy_jiffies", "total_jiffies"]
 
@@ -303,6 +308,7 @@ class ProcSampler(Collector):
             return False
         load = (_read_file("/proc/loadavg") or "").split()
         running, _, tasks = (load[3] if len(load) > 3 else "/").partition("/")
+        flows = self._waits.flows() if slow and self._waits is not None else None
         pw.writerow(
             [
                 t,
@@ -316,6 +322,7 @@ class ProcSampler(Collector):
                 running,
                 tasks,
                 round(self._tool.total(), 3) if slow else "",
+                *(flows if flows is not None else ("", "")),
             ]
         )
         stat_all = _read_file("/proc/stat")
@@ -437,6 +444,9 @@ class ProcSampler(Collector):
             "late_ticks": self.lag_ticks,
             "window": [round(self.started_at, 3), round(self.ended_at, 3)],
         }
+        if self._waits is not None:
+            why = self._waits.activity_unavailable
+            details["socket_times"] = f"not read: {why}" if why else "read"
         if self.tool_parts:
             # diagnose's own CPU while the window was open, by thread and helper (toolcpu.py)
             details["tool_cpu_parts_s"] = self.tool_parts

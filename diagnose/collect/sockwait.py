@@ -12,6 +12,11 @@ TCP socket faces one of two ways:
 
 The kernel says this, whatever the code's names. Reading the arrays needs ``/proc/PID/mem``
 (ptrace rights, which the capture has); nothing here stops the target.
+
+An event loop polls both at once. It waits for a dependency, not for work, while one of
+the outbound connections it polls is awaiting a reply (collect/tcpinfo.py: it sent more
+recently than it received); where the kernel's socket times cannot be read, such a wait
+stays "in".
 """
 
 from __future__ import annotations
@@ -19,9 +24,12 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
+import socket
 import struct
 import time
+from typing import NamedTuple
 
+from diagnose.collect import tcpinfo
 from diagnose.collect.tasks import read_proc
 from diagnose.formats.syscalls import IO_CALLS, TABLES
 
@@ -29,6 +37,12 @@ from diagnose.formats.syscalls import IO_CALLS, TABLES
 MAX_POLLED = 256
 #: descriptors of a process read, at most
 MAX_FDS = 16384
+#: the kernel's socket times are read again at most this often (one netlink dump)
+ACTIVITY_MAX_AGE_S = 0.2
+#: an accepted connection that received data this recently is a client with traffic
+CLIENT_ACTIVE_MS = 1000
+#: sockets whose times are read at a time, at most (a lookup each, dependencies first)
+MAX_LOOKUPS = 64
 #: TCP states as /proc/net/tcp writes them
 ESTABLISHED, LISTEN = "01", "0A"
 
@@ -52,6 +66,14 @@ class WaitedSockets:
         self._way: dict[int, str] = {}  # socket inode -> "in" | "out"
         self._seen: dict[tuple[int, str], str] = {}  # (tid, syscall text) -> direction
         self._read_at = 0.0
+        #: why the kernel's socket times cannot be read ('' where they can)
+        self.activity_unavailable = tcpinfo.unavailable(pid)
+        self._activity: dict[int, tcpinfo.Activity] = {}
+        self._activity_at = -1.0
+        self._ids: dict[int, tuple[int, bytes]] = {}  # inode -> (family, netlink socket id)
+        # socket inode -> the least lead (tcpinfo.Activity.lead) seen at rest, and awaiting
+        self._rest_lead: dict[int, int] = {}
+        self._await_lead: dict[int, int] = {}
         self.refresh()
 
     def refresh(self) -> None:
@@ -59,7 +81,8 @@ class WaitedSockets:
         self._read_at = time.monotonic()
         self._seen.clear()
         self._inode_of = socket_descriptors(self.pid)
-        table = tcp_table(self.pid)
+        rows = tcp_rows(self.pid)
+        table = {r.inode: (r.state, r.port, r.remote) for r in rows}
         held = set(self._inode_of.values())
         listening = {table[i][1] for i in held if i in table and table[i][0] == LISTEN}
         self._way = {
@@ -67,6 +90,13 @@ class WaitedSockets:
             for i in held
             if i in table and table[i][0] in (ESTABLISHED, LISTEN)
         }
+        if not self.activity_unavailable:
+            mine = [r for r in rows if self._way.get(r.inode) in ("in", "out")]
+            mine.sort(key=lambda r: self._way[r.inode] != "out")  # dependencies first
+            self._ids = {
+                r.inode: (r.family, tcpinfo.socket_id(r.local, r.remote))
+                for r in mine[:MAX_LOOKUPS]
+            }
 
     def of_thread(self, tid: int, syscall_text: str) -> str:
         """:meth:`direction` for a sampler's tick: the descriptors and the TCP table are
@@ -79,19 +109,84 @@ class WaitedSockets:
         if key not in self._seen:
             if time.monotonic() - self._read_at > self.max_age:
                 self.refresh()
-            self._seen[key] = self.direction(syscall_text)
-        return self._seen[key]
-
-    def direction(self, syscall_text: str) -> str:
-        """'out' when every TCP socket the thread waits on is a connection it made (a
-        dependency); 'in' when one is a connection it accepted or a listening socket (its
-        own clients: a server's event loop polls those with its outbound ones, and may be
-        waiting for either); '' when none is a TCP socket, or they cannot be read."""
+            self._seen[key] = self._ways_text(self.descriptors(syscall_text))
+        seen = self._seen[key]
+        if seen != "mixed":
+            return seen
+        # a loop polling clients and dependencies: which one it waits for changes by the tick
         fds = self.descriptors(syscall_text)
+        return "out" if self._any_awaiting(fds) else "in"
+
+    def _ways_text(self, fds: list[int]) -> str:
         ways = {self._way.get(self._inode_of.get(fd, -1), "") for fd in fds} - {""}
         if not ways:
             return ""
-        return "out" if ways == {"out"} else "in"
+        if ways == {"out"}:
+            return "out"
+        return "mixed" if "out" in ways and not self.activity_unavailable else "in"
+
+    def _any_awaiting(self, fds: list[int]) -> bool:
+        act = self.activity()
+        for fd in fds:
+            inode = self._inode_of.get(fd, -1)
+            if self._way.get(inode) == "out" and self._awaiting(inode, act.get(inode)):
+                return True
+        return False
+
+    def _awaiting(self, inode: int, a: tcpinfo.Activity | None) -> bool:
+        return a is not None and a.awaiting(self._rest_lead.get(inode), self._await_lead.get(inode))
+
+    def activity(self) -> dict[int, tcpinfo.Activity]:
+        """The kernel's last-data times of the namespace's sockets, read again at most every
+        ACTIVITY_MAX_AGE_S; empty where they cannot be read."""
+        if self.activity_unavailable:
+            return {}
+        now = time.monotonic()
+        if now - self._activity_at > ACTIVITY_MAX_AGE_S:
+            self._activity_at = now
+            try:
+                self._activity = tcpinfo.lookup(self._ids)
+                for inode, a in self._activity.items():
+                    if a.lead is None or a.sent_ms == a.recv_ms:
+                        continue
+                    seen = self._rest_lead if a.sent_ms > a.recv_ms else self._await_lead
+                    seen[inode] = min(a.lead, seen.get(inode, a.lead))
+            except OSError as exc:
+                self.activity_unavailable = f"sock_diag netlink: {exc.strerror or exc}"
+                self._activity = {}
+        return self._activity
+
+    def flows(self) -> tuple[int, int] | None:
+        """(requests outstanding at dependencies, clients with traffic) now: the process's
+        outbound connections awaiting a reply, and its accepted ones that received data in
+        the last CLIENT_ACTIVE_MS; None where the kernel's socket times cannot be read."""
+        if time.monotonic() - self._read_at > self.max_age:
+            self.refresh()  # connections opened or closed since
+        act = self.activity()
+        if self.activity_unavailable:
+            return None
+        waiting = clients = 0
+        for inode, way in self._way.items():
+            a = act.get(inode)
+            if a is None:
+                continue
+            if way == "out" and self._awaiting(inode, a):
+                waiting += 1
+            elif way == "in" and a.recv_ms <= CLIENT_ACTIVE_MS:
+                clients += 1
+        return waiting, clients
+
+    def direction(self, syscall_text: str) -> str:
+        """'out' when every TCP socket the thread waits on is a connection it made (a
+        dependency), or when it polls its clients too while one of those connections awaits
+        a reply; 'in' when one is a connection it accepted or a listening socket and no
+        polled dependency is awaited (waiting for its own clients); '' when none is a TCP
+        socket, or they cannot be read."""
+        fds = self.descriptors(syscall_text)
+        way = self._ways_text(fds)
+        if way == "mixed":
+            return "out" if self._any_awaiting(fds) else "in"
+        return way
 
     def inodes(self, syscall_text: str) -> list[int]:
         """The socket inodes a thread in ``syscall_text`` waits on."""
@@ -143,17 +238,34 @@ class WaitedSockets:
         return [i for i in range(min(n, len(raw) * 8)) if raw[i // 8] >> (i % 8) & 1]
 
 
-def tcp_table(pid: int) -> dict[int, tuple[str, int, str]]:
-    """Inode -> (state, local port, remote address) of every TCP socket in ``pid``'s network
-    namespace."""
-    out: dict[int, tuple[str, int, str]] = {}
-    for name in ("tcp", "tcp6"):
+class TcpRow(NamedTuple):
+    """One line of /proc/PID/net/tcp{,6}."""
+
+    inode: int
+    state: str
+    port: int  # local
+    local: str  # ADDR:PORT as the file writes it
+    remote: str
+    family: int
+
+
+def tcp_rows(pid: int) -> list[TcpRow]:
+    """Every TCP socket in ``pid``'s network namespace."""
+    out: list[TcpRow] = []
+    for name, family in (("tcp", socket.AF_INET), ("tcp6", socket.AF_INET6)):
         for line in read_proc(f"/proc/{pid}/net/{name}").splitlines()[1:]:
             f = line.split()
             if len(f) > 9:
                 with contextlib.suppress(ValueError):
-                    out[int(f[9])] = (f[3], int(f[1].rpartition(":")[2], 16), f[2])
+                    port = int(f[1].rpartition(":")[2], 16)
+                    out.append(TcpRow(int(f[9]), f[3], port, f[1], f[2], family))
     return out
+
+
+def tcp_table(pid: int) -> dict[int, tuple[str, int, str]]:
+    """Inode -> (state, local port, remote address) of every TCP socket in ``pid``'s network
+    namespace."""
+    return {r.inode: (r.state, r.port, r.remote) for r in tcp_rows(pid)}
 
 
 def socket_descriptors(pid: int) -> dict[int, int]:

@@ -83,17 +83,6 @@ def test_select_over_outbound_sockets_only_is_out(pair):
     assert direction_of(lambda: select.select([out], [], [], 30)) == "out"
 
 
-def test_a_loop_polling_its_listener_and_a_dependency_is_in(pair):
-    listener, out, _ = pair
-    ep = select.epoll()
-    ep.register(listener.fileno(), select.EPOLLIN)
-    ep.register(out.fileno(), select.EPOLLIN)
-    try:
-        assert direction_of(lambda: ep.poll(30)) == "in"
-    finally:
-        ep.close()
-
-
 def test_an_epoll_over_a_dependency_is_out(pair):
     _, out, _ = pair
     ep = select.epoll()
@@ -111,3 +100,58 @@ def test_a_wait_that_is_not_on_a_socket_says_nothing():
     finally:
         os.close(w)
         os.close(r)
+
+
+def _exchange(out: socket.socket, inbound: socket.socket) -> None:
+    """One request and its reply, then a jiffy's pause: the connection has received."""
+    out.sendall(b"q\n")
+    assert inbound.recv(10) == b"q\n"
+    inbound.sendall(b"a\n")
+    assert out.recv(10) == b"a\n"
+    time.sleep(0.02)
+
+
+@pytest.mark.parametrize(("outstanding", "way"), [(False, "in"), (True, "out")])
+def test_a_loop_polling_its_listener_and_a_dependency(pair, outstanding, way):
+    # GIVEN a loop polling its listener and a dependency connection, which has either
+    # received its last reply, or sent a request since
+    listener, out, inbound = pair
+    _exchange(out, inbound)
+    if outstanding:
+        out.sendall(b"q\n")
+    ep = select.epoll()
+    ep.register(listener.fileno(), select.EPOLLIN)
+    ep.register(out.fileno(), select.EPOLLIN)
+    try:
+        # THEN it waits for work, or for the dependency's reply
+        assert direction_of(lambda: ep.poll(30)) == way
+    finally:
+        ep.close()
+
+
+def test_flows_count_replies_due_and_clients_with_traffic(pair):
+    _, out, inbound = pair
+    _exchange(out, inbound)
+    waits = WaitedSockets(os.getpid())
+    if waits.activity_unavailable:
+        pytest.skip(waits.activity_unavailable)
+    # the accepted end received a request within the second: a client with traffic
+    assert waits.flows() == (0, 1)
+    out.sendall(b"q\n")
+    time.sleep(0.25)  # past the cached reading
+    assert waits.flows() == (1, 1)
+    inbound.recv(10)
+    inbound.sendall(b"a\n")
+    out.recv(10)
+    time.sleep(0.25)
+    assert waits.flows() == (0, 1)
+
+
+def test_a_connection_that_only_sends_never_awaits(pair):
+    # a log or metrics pusher: sends, never receives a byte
+    _, out, _ = pair
+    out.sendall(b"metric 1\n")
+    waits = WaitedSockets(os.getpid())
+    if waits.activity_unavailable:
+        pytest.skip(waits.activity_unavailable)
+    assert waits.flows() == (0, 1)
