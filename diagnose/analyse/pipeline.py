@@ -22,6 +22,7 @@ from diagnose.analyse import (
     flames,
     gil,
     host,
+    lanes,
     locks,
     oncpu,
     pools,
@@ -39,12 +40,14 @@ STEPS: tuple[Step, ...] = (
     # the target process and its host
     host.system_metrics,
     host.process_metrics,
+    lanes.dependency_lanes,
     host.tool_parts,
     host.cpu_metrics,
     host.host_processes,
     # thread states: settled once (native mutex waits included), read by every step below
     threads.thread_states,
     threads.thread_metrics,
+    lanes.dependency_queue,
     sched.proc_scheduling,
     gil.gil_waiters,
     sched.switch_series,

@@ -11,7 +11,7 @@
   could not be evaluated (that alternative could not be ruled out; floor 0.4 of the
   score; rules of one category and kind are alternative measurements of one bottleneck,
   e.g. false sharing from perf c2c or from sampled registers: one that was evaluated rules
-  it out for the others), times 0.9 if a collector its own metrics come from was partial, times 0.8 if a
+  it out for the others, unless a rule says it ``measures`` something else), times 0.9 if a collector its own metrics come from was partial, times 0.8 if a
   finding of another category scores within 80% of it (a close call), and times
   ``1.3 - oncpu_share_other`` (floor 0.6) where the top finding rests on what the CPU ran
   (its rule reads an ``oncpu_share_*`` or ``gil_holder_*`` metric) and more than UNEXPLAINED_LARGE of that
@@ -236,12 +236,12 @@ def _no_verdict(
 
 def _evaluate(
     ruleset: RuleSet, metrics: Mapping[str, Any], unmeasured: Mapping[str, str]
-) -> tuple[list[Finding], list[NotEvaluated], set[tuple[str, str | None]]]:
+) -> tuple[list[Finding], list[NotEvaluated], set[str]]:
     """Every rule over the metrics: the findings (scored), the rules that could not be
-    evaluated (and why), and the (category, kind) of the rules that were."""
+    evaluated (and why), and what the rules that were measure (:attr:`Rule.measure`)."""
     findings: list[Finding] = []
     not_eval: list[NotEvaluated] = []
-    evaluated: set[tuple[str, str | None]] = set()  # (category, kind) of rules judged
+    evaluated: set[str] = set()  # what the rules judged measure
     for rule in ruleset.rules:
         result = rule.when(metrics)
         if result is UNKNOWN:
@@ -249,7 +249,7 @@ def _evaluate(
             reasons = sorted({unmeasured.get(n, "not measured") for n in missing})
             not_eval.append(NotEvaluated(rule, missing, reasons))
             continue
-        evaluated.add((rule.category, rule.kind))
+        evaluated.add(rule.measure)
         if result is not True:
             continue
         score = 0.5
@@ -299,7 +299,7 @@ def judge(
     for n in not_eval:
         if n.rule.category == top.rule.category or n.rule.advisory:
             continue
-        if n.rule.kind is not None and (n.rule.category, n.rule.kind) in evaluated:
+        if n.rule.kind is not None and n.rule.measure in evaluated:
             continue  # another measurement of the same bottleneck was made (c2c or registers)
         unresolved.setdefault(n.rule.category, []).append(n)
     factor = 1.0

@@ -39,7 +39,7 @@ DATA_FILES = {"frames.toml"}  # files under rules/ that are not rule files
 _ID = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 _KEYS = {
     "id", "category", "kind", "title", "when", "score", "evidence", "summary", "fixes",
-    "explain", "advisory", "references",
+    "explain", "advisory", "references", "measures",
 }  # fmt: skip
 MAX_RULES_PER_FILE = 500
 MAX_FIXES = 20
@@ -60,6 +60,13 @@ class Rule:
     advisory: bool
     source: str  # file:line
     references: list[str] = field(default_factory=list)
+    #: what it measures: rules that measure the same (by default, of one category and kind)
+    #: are alternative measurements, and one evaluated rules the bottleneck out for all
+    measures: str | None = None
+
+    @property
+    def measure(self) -> str:
+        return self.measures or f"{self.category}/{self.kind}"
 
     @property
     def metrics(self) -> frozenset[str]:
@@ -176,6 +183,9 @@ def _parse_rule(raw: Any, tf: TomlFile, index: int, known: Mapping[str, Any]) ->
     if not isinstance(advisory, bool):
         raise BadRules(f"{tf.where(tf.key_line('advisory', line))}: advisory must be true or false")
     refs = _str_list(raw, "references", tf, line, "strings")
+    measures = raw.get("measures")
+    if measures is not None and not (isinstance(measures, str) and _ID.match(measures)):
+        raise BadRules(f"{tf.where(tf.key_line('measures', line))}: measures must be a name")
     return Rule(
         id=rid,
         category=category,
@@ -190,6 +200,7 @@ def _parse_rule(raw: Any, tf: TomlFile, index: int, known: Mapping[str, Any]) ->
         advisory=advisory,
         source=where,
         references=list(refs),
+        measures=measures,
     )
 
 

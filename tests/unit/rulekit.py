@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from diagnose.analyse.lanes import split_io
 from diagnose.analyse.locks import gil_behind_locks
 from diagnose.analyse.registry import known_metrics
 from diagnose.verdict import load_rules
@@ -61,6 +62,12 @@ HEALTHY: dict[str, Any] = {
     "busy_share_lock": 0.04,
     "busy_share_gil": 0.03,
     "busy_share_io": 0.03,
+    # two connections to a dependency, busy a third of the time, four clients
+    "dep_outstanding_mean": 0.9,
+    "dep_lanes": 2,
+    "dep_lanes_busy": 0.33,
+    "clients_active_mean": 4.0,
+    "dep_queue_share": 0.5,
     "idle_share": 0.4,
     "idle_share_client": 0.0,
     "oncpu_share_spin": 0.02,
@@ -169,6 +176,10 @@ def _derived(m: dict[str, Any]) -> dict[str, Any]:
     }
     gil_behind_locks(gil)
     out["busy_share_gil_all"] = gil.get("busy_share_gil_all")
+    io = {k: m.get(k) for k in ("busy_share_io", "dep_lanes_busy", "dep_queue_share")}
+    split_io(io)
+    out["busy_share_dep_queue"] = io.get("busy_share_dep_queue")
+    out["busy_share_io_dependency"] = io.get("busy_share_io_dependency")
     return out
 
 

@@ -60,8 +60,9 @@ def test_a_partial_collector_behind_the_verdict_costs_confidence():
 
 def test_a_close_call_costs_confidence_and_is_named():
     # I/O waits (0.45) within 80% of the lock (0.5): another category nearly as strong
-    m = healthy(**{**CONTENDED, "lock_top_share": 0.5, "busy_share_lock": 0.5})
-    m.update(busy_share_io=0.45, busy_share_runnable=0.02, runq_to_oncpu_ratio=0.3)
+    m = healthy(**{**CONTENDED, "lock_top_share": 0.5, "busy_share_lock": 0.5,
+                   "busy_share_io": 0.45})  # fmt: skip
+    m.update(busy_share_runnable=0.02, runq_to_oncpu_ratio=0.3)
     v = verdict(m)
     assert v.primary == "lock" and v.kind == "mutex"
     assert v.confidence == pytest.approx(0.5 * 0.8, abs=1e-3)
@@ -162,8 +163,9 @@ def test_near_miss_a_verdict_that_does_not_rest_on_the_oncpu_composition_keeps_i
 
 
 def test_a_close_call_says_between_what_and_what_measurement_separates_them():
-    m = healthy(**{**CONTENDED, "lock_top_share": 0.5, "busy_share_lock": 0.5})
-    m.update(busy_share_io=0.45, busy_share_runnable=0.02, runq_to_oncpu_ratio=0.3)
+    m = healthy(**{**CONTENDED, "lock_top_share": 0.5, "busy_share_lock": 0.5,
+                   "busy_share_io": 0.45})  # fmt: skip
+    m.update(busy_share_runnable=0.02, runq_to_oncpu_ratio=0.3)
     v = verdict(m)
     assert v.uncertain is not None
     assert v.uncertain["category"] == "io"

@@ -1,6 +1,8 @@
 """I/O and idle: a process that mostly waits on sockets or disk is io; one that is not
 busy is idle, and diagnose names no bottleneck for it."""
 
+import pytest
+
 from tests.unit.rulekit import UNKNOWN, expect, fired, healthy, verdict, when
 
 # measured on samples/io_wait.py: 6 threads waiting on a 20 ms dependency
@@ -51,3 +53,40 @@ def test_without_thread_states_nothing_is_judged():
     v = verdict(m)
     assert v.primary == "unknown"
     assert "could not be evaluated for lack of data" in v.headline
+
+
+# measured on tests/targets/asyncio_lanes.py: one event loop, six clients, a pool of one
+# connection to a 20 ms dependency (its loop's waits on the dependency read as I/O)
+ONE_LANE = {
+    **WAITING,
+    "busy_threads_mean": 0.9,
+    "threads_busy": 1,
+    "busy_share_io": 0.89,
+    "dep_lanes": 1,
+    "dep_lanes_busy": 0.93,
+    "clients_active_mean": 6.0,
+    "dep_outstanding_mean": 0.93,
+    "dep_queue_share": 0.833,
+}
+
+
+def test_requests_queued_for_the_only_connection_are_a_lock_not_io():
+    v = expect(healthy(**ONE_LANE), "lock", "mutex")
+    assert v.findings[0].rule.id == "lock.dependency_lanes"
+    # the io finding stands, scored by the part at the dependency alone
+    io = next(f for f in v.findings if f.rule.id == "io.waits_on_dependencies")
+    assert io.score == pytest.approx(0.89 * (1 - 0.833), abs=0.01)
+
+
+def test_lanes_not_full_leave_the_wait_at_the_dependency():
+    # as many lanes as clients, or lanes idle most of the time: no queue in front of them
+    expect(healthy(**{**ONE_LANE, "dep_lanes": 6, "dep_queue_share": 0.0}), "io", "dependency")
+    expect(healthy(**{**ONE_LANE, "dep_lanes_busy": 0.4}), "io", "dependency")
+
+
+def test_without_socket_times_io_is_judged_as_before():
+    m = healthy(**{**WAITING, "dep_lanes_busy": None, "dep_queue_share": None})
+    v = expect(m, "io", "dependency")
+    assert v.findings[0].score == pytest.approx(0.99)
+    # the lanes rule is another measurement of a mutex: no doubt cast on the verdict for it
+    assert not any("could not rule out lock" in n for n in v.confidence_notes)

@@ -106,3 +106,16 @@ def test_broken_rule_does_not_break_the_others(tmp_path):
 def test_missing_directory():
     with pytest.raises(BadRules, match="does not exist"):
         check_dir(Path("/nonexistent/rules"))
+
+
+def test_measures_names_what_a_rule_measures_or_defaults_to_its_category_and_kind(tmp_path):
+    p = write(tmp_path, "team.toml", GOOD + GOOD.replace("team.slow_tokenizer", "team.lanes")
+              .replace('title = "Tokenizer"', 'title = "T"\nmeasures = "lanes"'))  # fmt: skip
+    rules, broken = load_file(p)
+    assert broken == []
+    assert [r.measure for r in rules] == ["preprocess/None", "lanes"]
+    bad = write(
+        tmp_path, "bad.toml", GOOD.replace('title = "Tokenizer"', "measures = 3\ntitle = 'x'")
+    )
+    rules, broken = load_file(bad)
+    assert rules == [] and "measures must be a name" in str(broken[0])
