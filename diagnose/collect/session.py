@@ -44,6 +44,7 @@ from diagnose.collect.base import (
 from diagnose.collect.budget import Plan, Rates, default_budget, plan_rates
 from diagnose.collect.child import kill_all_children
 from diagnose.collect.perf import pollfix
+from diagnose.collect.procfs import parse_stat
 from diagnose.collect.redact import redact_argv
 from diagnose.collect.registry import build_collectors
 from diagnose.collect.system import cpu_capacity
@@ -92,6 +93,15 @@ def default_out_dir(pid: int) -> Path:
     return Path(f"diagnose-{pid}-{stamp}")
 
 
+def _start_time(pid: int) -> int:
+    """When ``pid`` started, in clock ticks since boot (0 if /proc cannot say)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
+            return parse_stat(fh.read()).starttime
+    except (OSError, ValueError):
+        return 0
+
+
 class _TargetLock:
     """One capture per target PID at a time: a second one fails at once, never waits.
 
@@ -104,7 +114,9 @@ class _TargetLock:
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
-        self.address = f"\0diagnose-capture-{pid}"
+        # and its start time: a diagnose left behind on an exited process must not lock
+        # out the next process given its PID (pid_max is 32768 on many hosts)
+        self.address = f"\0diagnose-capture-{pid}-{_start_time(pid)}"
         self.sock: socket.socket | None = None
 
     def acquire(self) -> None:
