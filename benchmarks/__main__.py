@@ -21,6 +21,7 @@ command prints the machine, the load average, raw rows (JSON lines, also kept un
   counterfactual    the sample zoo: each sample's one-bottleneck fix against the service as is
   accuracy          every sample, captured N times with diagnose's defaults: verdicts vs expected
   watch-cost        diagnose watch's own CPU per cycle, projected to its default duty cycle
+  watch-memory      diagnose watch's memory capture by capture: anonymous, Python objects
   sensitivity       every rule threshold moved by +-30%: which labelled captures turn wrong
 """
 
@@ -73,6 +74,7 @@ COMMANDS: dict[str, Callable[[list[str]], None]] = {
     "counterfactual": _module("counterfactual"),
     "accuracy": _module("accuracy"),
     "watch-cost": _module("watch_cost"),
+    "watch-memory": _module("watch_memory"),
     "sensitivity": _module("sensitivity"),
 }
 
