@@ -40,7 +40,17 @@ except Exception as exc:
 print(json.dumps(out))
 PY
   rp=$(cat "$OUT/$id.runpid")
-  kill -TERM -- -"$rp" 2>/dev/null; sleep 3; kill -KILL -- -"$rp" 2>/dev/null
+  # the runner starts the service in a session of its own: end that one too, and wait for
+  # it, or it takes the cores during the next service's capture (batch 5's s12 shared the
+  # host with s09's and s11's services)
+  sid=$(ps -o sid= -p "$pid" 2>/dev/null | tr -d ' ')
+  kill -TERM -- -"$rp" 2>/dev/null
+  for _ in $(seq 1 40); do
+    left=$( [ -n "$sid" ] && ps -eo sid=,pid= | awk -v s="$sid" '$1 == s {print $2}')
+    [ -z "$left" ] && break; sleep 0.5
+  done
+  kill -KILL -- -"$rp" 2>/dev/null
+  [ -n "$sid" ] && ps -eo sid=,pid= | awk -v s="$sid" '$1 == s {print $2}' | xargs -r kill -KILL 2>/dev/null
   echo "$id done: $(tail -1 "$OUT/verdicts.jsonl")"
 done
 echo "verdicts: $OUT/verdicts.jsonl"
