@@ -37,7 +37,7 @@ from diagnose.formats.syscalls import IO_CALLS, TABLES
 MAX_POLLED = 256
 #: descriptors of a process read, at most
 MAX_FDS = 16384
-#: the kernel's socket times are read again at most this often (one netlink dump)
+#: the kernel's socket times are read again at most this often (a lookup per socket)
 ACTIVITY_MAX_AGE_S = 0.2
 #: an accepted connection that received data this recently is a client with traffic
 CLIENT_ACTIVE_MS = 1000

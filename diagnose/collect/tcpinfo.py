@@ -70,7 +70,7 @@ class Activity:
 
 
 def same_netns(pid: int) -> bool:
-    """Whether ``pid`` shares diagnose's network namespace (the dump sees only ours)."""
+    """Whether ``pid`` shares diagnose's network namespace (netlink sees only ours)."""
     try:
         return os.stat(f"/proc/{pid}/ns/net").st_ino == os.stat("/proc/self/ns/net").st_ino
     except OSError:
@@ -137,7 +137,7 @@ def lookup(ids: Mapping[int, tuple[int, bytes]]) -> dict[int, Activity]:
 
 
 def _parse(data: bytes, out: dict[int, Activity]) -> bool:
-    """Add one netlink read's messages to ``out``; False at the dump's end."""
+    """Add one netlink reply's messages to ``out``; False at its end (NLMSG_DONE)."""
     off = 0
     while off + _HEADER.size <= len(data):
         length, kind = _HEADER.unpack_from(data, off)[:2]
