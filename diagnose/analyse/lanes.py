@@ -7,6 +7,10 @@ queue inside the process for a lane (a pool of one connection behind a lock, an
 asyncio.Lock held across the call), whatever the code calls them. Their wait looks like I/O
 (the one thread of an event loop waits on the dependency) but is a queue: more lanes, not a
 faster dependency, is the fix.
+
+Only a loop's waits count (``busy_share_io_loop``: polling its clients too, so free to start
+another call): a thread blocked on the dependency alone, a blocking client called on an
+event loop say, holds every request behind it by waiting, and the fix is at that call.
 """
 
 from __future__ import annotations
@@ -50,8 +54,8 @@ def dependency_lanes(ctx: Context) -> None:
 
 def dependency_queue(ctx: Context) -> None:
     """Step (after thread_metrics): the I/O wait split into time at the dependency and time
-    queued for a lane, where the lanes were busy; all of it is at the dependency where they
-    were not, or where the socket times were not read."""
+    queued for a lane: the loop's waits, where the lanes were busy; all of it is at the
+    dependency where they were not, or where the socket times were not read."""
     split_io(ctx.metrics)
 
 
@@ -62,6 +66,7 @@ def split_io(m: dict[str, Any]) -> None:
     if io is None:
         return
     busy, queue = m.get("dep_lanes_busy"), m.get("dep_queue_share")
-    queued = io * queue if busy is not None and queue is not None and busy >= LANES_BUSY else 0.0
+    loop = min(float(m.get("busy_share_io_loop") or 0.0), io)
+    queued = loop * queue if busy is not None and queue is not None and busy >= LANES_BUSY else 0.0
     m["busy_share_dep_queue"] = rounded(queued, 4)
     m["busy_share_io_dependency"] = rounded(io - queued, 4)

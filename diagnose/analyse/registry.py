@@ -210,10 +210,16 @@ CATALOGUE: tuple[MetricDef, ...] = (
         better="lower",
     ),
     _def(
+        "busy_share_io_loop",
+        "share",
+        "proc",
+        "The part of busy_share_io a thread spent polling its own clients too while a dependency it polls awaited a reply (an event loop free to take other work: proc sock = loop).",
+    ),
+    _def(
         "busy_share_dep_queue",
         "share",
         "proc",
-        "The part of busy_share_io spent queued for a lane to a dependency: busy_share_io x dep_queue_share where the lanes were busy (dep_lanes_busy >= 0.5, analyse/lanes.py), else 0.",
+        "The part of busy_share_io spent queued for a lane to a dependency: busy_share_io_loop x dep_queue_share where the lanes were busy (dep_lanes_busy >= 0.5, analyse/lanes.py), else 0.",
         better="lower",
     ),
     _def(

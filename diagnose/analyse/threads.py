@@ -108,6 +108,8 @@ def thread_metrics(ctx: Context) -> None:
         m["idle_share_client"] = (
             rounded(ratio(client, sums["idle"]), 4) if sums["idle"] > 0 else 0.0
         )
+    if "loop" in iv:
+        m["busy_share_io_loop"] = rounded(ratio(float(iv["loop"].sum()), busy), 4) if busy else 0.0
     if window > 0:
         m["busy_threads_mean"] = rounded(busy / window, 3)
         m["running_threads_mean"] = rounded(sums["running"] / window, 3)
@@ -227,8 +229,11 @@ def _thread_intervals(
         index=df.index,
     )
     # waiting on a connection it accepted is waiting on its own client, whatever the frame
-    accepted = text_column(df, "sock").eq("in")
+    sock = text_column(df, "sock")
+    accepted = sock.eq("in")
     df["client"] = ((stack_kind == "client") | accepted).to_numpy()
+    # a loop free to take other work while a dependency it polls awaits a reply
+    df["loop"] = sock.eq("loop").to_numpy()
     # waiting for one's own clients is idle (client-bound), never a dependency
     leaf_kind = stack_kind.where(stack_kind != "client", "idle")
     has_py = df["tid"].isin(data.python_tids)
@@ -267,13 +272,15 @@ def _intervals(df: pd.DataFrame, calls: Syscalls) -> pd.DataFrame:
     iv["futex_addr"] = addr.groupby(df["tid"]).shift(1)[valid].fillna("").where(back, addr[valid])
     iv["wait_leaf"] = g["py_leaf"].shift(1)[valid].fillna("").where(back, iv["py_leaf"])
     from_start = back
-    if "client" in df:
-        was_client = np.where(
-            from_start,
-            g["client"].shift(1)[valid].fillna(False).astype(bool),
-            df.loc[valid, "client"].to_numpy(dtype=bool),
-        )
-        iv["client"] = np.where(was_client, iv["idle"], 0.0)
+    # the off-CPU seconds of a flagged wait, from the tick whose class they took
+    for flag, cls in (("client", "idle"), ("loop", "io")):
+        if flag in df:
+            was = np.where(
+                from_start,
+                g[flag].shift(1)[valid].fillna(False).astype(bool),
+                df.loc[valid, flag].to_numpy(dtype=bool),
+            )
+            iv[flag] = np.where(was, iv[cls], 0.0)
     iv["wait_stack"] = np.where(
         from_start,
         g["stack_id"].shift(1)[valid].fillna(-1).astype("int64"),
@@ -355,7 +362,7 @@ def classify_waits(
         futex & has_py,
         futex,
         sc.isin(calls.accept),
-        on_socket & sock.eq("out"),
+        on_socket & sock.eq("out", "loop"),
         on_socket & sock.eq("in"),
         sc.isin(calls.io) & idle,
         sc.isin(calls.io),

@@ -60,7 +60,8 @@ THREAD_COLUMNS = [
     "ivcsw",  # involuntary context switches, cumulative
     "migrations",  # moves between CPUs, cumulative (needs CONFIG_SCHED_DEBUG)
     # blocked on a TCP socket (read, or poll/select/epoll over a set holding it): "out" a
-    # connection it made (a dependency), "in" one it accepted (its client); "" neither
+    # connection it made (a dependency), "in" one it accepted (its client), "loop" polling
+    # both while a dependency awaits a reply; "" neither
     "sock",
 ]
 PROCESS_COLUMNS = [

@@ -15,8 +15,9 @@ The kernel says this, whatever the code's names. Reading the arrays needs ``/pro
 
 An event loop polls both at once. It waits for a dependency, not for work, while one of
 the outbound connections it polls is awaiting a reply (collect/tcpinfo.py: it sent more
-recently than it received); where the kernel's socket times cannot be read, such a wait
-stays "in".
+recently than it received): **loop**, a dependency wait of a thread that is free to take
+other work meanwhile (a thread blocked on the dependency alone is not); where the kernel's
+socket times cannot be read, such a wait stays "in".
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ class WaitedSockets:
             return seen
         # a loop polling clients and dependencies: which one it waits for changes by the tick
         fds = self.descriptors(syscall_text)
-        return "out" if self._any_awaiting(fds) else "in"
+        return "loop" if self._any_awaiting(fds) else "in"
 
     def _ways_text(self, fds: list[int]) -> str:
         ways = {self._way.get(self._inode_of.get(fd, -1), "") for fd in fds} - {""}
@@ -178,14 +179,14 @@ class WaitedSockets:
 
     def direction(self, syscall_text: str) -> str:
         """'out' when every TCP socket the thread waits on is a connection it made (a
-        dependency), or when it polls its clients too while one of those connections awaits
-        a reply; 'in' when one is a connection it accepted or a listening socket and no
+        dependency); 'loop' when it polls its clients too while one of those connections
+        awaits a reply; 'in' when one is a connection it accepted or a listening socket and no
         polled dependency is awaited (waiting for its own clients); '' when none is a TCP
         socket, or they cannot be read."""
         fds = self.descriptors(syscall_text)
         way = self._ways_text(fds)
         if way == "mixed":
-            return "out" if self._any_awaiting(fds) else "in"
+            return "loop" if self._any_awaiting(fds) else "in"
         return way
 
     def inodes(self, syscall_text: str) -> list[int]:

@@ -176,7 +176,8 @@ def _derived(m: dict[str, Any]) -> dict[str, Any]:
     }
     gil_behind_locks(gil)
     out["busy_share_gil_all"] = gil.get("busy_share_gil_all")
-    io = {k: m.get(k) for k in ("busy_share_io", "dep_lanes_busy", "dep_queue_share")}
+    keys = ("busy_share_io", "busy_share_io_loop", "dep_lanes_busy", "dep_queue_share")
+    io = {k: m.get(k) for k in keys}
     split_io(io)
     out["busy_share_dep_queue"] = io.get("busy_share_dep_queue")
     out["busy_share_io_dependency"] = io.get("busy_share_io_dependency")

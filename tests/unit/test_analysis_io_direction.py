@@ -142,3 +142,13 @@ def test_a_read_on_a_connection_the_service_accepted_is_its_client_even_under_a_
     m = _waiting(DEPENDENCY, RECVFROM, "in")
     assert m["busy_share_io"] == 0.0
     assert m["idle_share_client"] == pytest.approx(1.0, abs=0.02)
+
+
+def test_a_loop_polling_clients_while_a_dependency_awaits_is_io_and_counted_as_the_loops():
+    # "loop": an event loop's epoll over its clients and a dependency awaiting a reply
+    m = _waiting(OWN_CLIENT, POLL, "loop")
+    assert m["busy_share_io"] > 0.9 and m["idle_share_client"] == 0.0
+    assert m["busy_share_io_loop"] == pytest.approx(m["busy_share_io"], abs=1e-3)
+    # near miss: blocked on the dependency alone is I/O that is not a loop's
+    m = _waiting(OWN_CLIENT, POLL, "out")
+    assert m["busy_share_io"] > 0.9 and m["busy_share_io_loop"] == 0.0

@@ -27,11 +27,26 @@ def test_one_lane_always_awaited_by_six_clients_is_a_queue():
     assert m["dep_lanes"] == 1 and m["dep_lanes_busy"] == pytest.approx(0.9)
     assert m["dep_outstanding_mean"] == pytest.approx(0.9)
     assert m["dep_queue_share"] == pytest.approx(1 - 1 / 6, abs=1e-3)
-    # AND with 80% of busy time waiting on I/O, 5/6 of that is the queue
-    m["busy_share_io"] = 0.8
+    # AND with 80% of busy time a loop waiting on I/O, 5/6 of that is the queue
+    m["busy_share_io"] = m["busy_share_io_loop"] = 0.8
     lanes.split_io(m)
     assert m["busy_share_dep_queue"] == pytest.approx(0.8 * (1 - 1 / 6), abs=1e-3)
     assert m["busy_share_io_dependency"] == pytest.approx(0.8 / 6, abs=1e-3)
+
+
+def test_only_a_loops_waits_are_queued():
+    # GIVEN the same busy lane, but the I/O wait half a loop's and half a thread's blocked
+    # on the dependency alone (a blocking client on the loop)
+    out = [1.0] * 18 + [0.0] * 2
+    m = run(bundle_data(process=_process(out, [6.0] * 20)), lanes.dependency_lanes).metrics
+    m["busy_share_io"], m["busy_share_io_loop"] = 0.8, 0.4
+    lanes.split_io(m)
+    # THEN only the loop's part is queued; the blocked part is at the dependency
+    assert m["busy_share_dep_queue"] == pytest.approx(0.4 * (1 - 1 / 6), abs=1e-3)
+    assert m["busy_share_io_dependency"] == pytest.approx(0.8 - 0.4 * 5 / 6, abs=1e-3)
+    m["busy_share_io_loop"] = 0.0
+    lanes.split_io(m)
+    assert m["busy_share_dep_queue"] == 0.0 and m["busy_share_io_dependency"] == 0.8
 
 
 def test_lanes_mostly_idle_are_not_a_queue():

@@ -62,6 +62,7 @@ ONE_LANE = {
     "busy_threads_mean": 0.9,
     "threads_busy": 1,
     "busy_share_io": 0.89,
+    "busy_share_io_loop": 0.89,
     "dep_lanes": 1,
     "dep_lanes_busy": 0.93,
     "clients_active_mean": 6.0,
@@ -82,6 +83,12 @@ def test_lanes_not_full_leave_the_wait_at_the_dependency():
     # as many lanes as clients, or lanes idle most of the time: no queue in front of them
     expect(healthy(**{**ONE_LANE, "dep_lanes": 6, "dep_queue_share": 0.0}), "io", "dependency")
     expect(healthy(**{**ONE_LANE, "dep_lanes_busy": 0.4}), "io", "dependency")
+
+
+def test_a_thread_blocked_on_the_dependency_alone_is_io_not_a_queue():
+    # a blocking client called on an event loop: the loop waits on the dependency, not in
+    # its poll of the clients, so the requests behind it wait on that call
+    expect(healthy(**{**ONE_LANE, "busy_share_io_loop": 0.0}), "io", "dependency")
 
 
 def test_without_socket_times_io_is_judged_as_before():

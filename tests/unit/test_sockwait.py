@@ -111,7 +111,7 @@ def _exchange(out: socket.socket, inbound: socket.socket) -> None:
     time.sleep(0.02)
 
 
-@pytest.mark.parametrize(("outstanding", "way"), [(False, "in"), (True, "out")])
+@pytest.mark.parametrize(("outstanding", "way"), [(False, "in"), (True, "loop")])
 def test_a_loop_polling_its_listener_and_a_dependency(pair, outstanding, way):
     # GIVEN a loop polling its listener and a dependency connection, which has either
     # received its last reply, or sent a request since
