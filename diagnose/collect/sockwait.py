@@ -10,6 +10,11 @@ TCP socket faces one of two ways:
   client (waiting on it is waiting for work);
 - **out**: an established connection from an ephemeral port: a dependency it called.
 
+A pipe the process reads faces **in** when every process that holds its writing end is
+outside the process and its descendants (stdin fed by a producer, a pool worker's task
+pipe from its master): that is the process's input, and waiting on it is waiting for work.
+A pipe its own child writes, or it writes itself, says nothing here (the frames decide).
+
 The kernel says this, whatever the code's names. Reading the arrays needs ``/proc/PID/mem``
 (ptrace rights, which the capture has); nothing here stops the target.
 
@@ -44,6 +49,10 @@ ACTIVITY_MAX_AGE_S = 0.2
 CLIENT_ACTIVE_MS = 1000
 #: sockets whose times are read at a time, at most (a lookup each, dependencies first)
 MAX_LOOKUPS = 64
+#: processes scanned for the writers of the pipes a process reads, at most
+MAX_PROCS = 4096
+#: that scan reads every process's descriptors: new pipes wait for the next one this long
+PIPE_SCAN_EVERY_S = 5.0
 #: TCP states as /proc/net/tcp writes them
 ESTABLISHED, LISTEN = "01", "0A"
 
@@ -63,7 +72,10 @@ class WaitedSockets:
         waits = ("poll", "ppoll", "select", "pselect6", "epoll_wait", "epoll_pwait", "epoll_pwait2")
         self.candidates = self.io | {self.calls[n] for n in waits if n in self.calls}
         self.max_age = max_age
-        self._inode_of: dict[int, int] = {}  # descriptor -> socket inode
+        # descriptor -> socket inode, or minus the inode of a pipe it reads
+        self._inode_of: dict[int, int] = {}
+        self._pipe_way: dict[int, str] = {}  # minus pipe inode -> "in" | "" (kept: writers stay)
+        self._pipes_at = -PIPE_SCAN_EVERY_S
         self._way: dict[int, str] = {}  # socket inode -> "in" | "out"
         self._seen: dict[tuple[int, str], str] = {}  # (tid, syscall text) -> direction
         self._read_at = 0.0
@@ -81,7 +93,12 @@ class WaitedSockets:
         """Read the process's sockets and its network namespace's TCP table again."""
         self._read_at = time.monotonic()
         self._seen.clear()
-        self._inode_of = socket_descriptors(self.pid)
+        self._inode_of, pipes = _descriptors(self.pid)
+        new = {i for i in pipes.values() if i not in self._pipe_way}
+        if new and self._read_at - self._pipes_at > PIPE_SCAN_EVERY_S:
+            self._pipes_at = self._read_at
+            self._pipe_way.update(_pipe_ways(self.pid, new))
+        self._inode_of.update(pipes)
         rows = tcp_rows(self.pid)
         table = {r.inode: (r.state, r.port, r.remote) for r in rows}
         held = set(self._inode_of.values())
@@ -91,6 +108,7 @@ class WaitedSockets:
             for i in held
             if i in table and table[i][0] in (ESTABLISHED, LISTEN)
         }
+        self._way.update({i: w for i, w in self._pipe_way.items() if w})
         if not self.activity_unavailable:
             mine = [r for r in rows if self._way.get(r.inode) in ("in", "out")]
             mine.sort(key=lambda r: self._way[r.inode] != "out")  # dependencies first
@@ -119,7 +137,7 @@ class WaitedSockets:
         return "loop" if self._any_awaiting(fds) else "in"
 
     def _ways_text(self, fds: list[int]) -> str:
-        ways = {self._way.get(self._inode_of.get(fd, -1), "") for fd in fds} - {""}
+        ways = {self._way.get(self._inode_of.get(fd, 0), "") for fd in fds} - {""}
         if not ways:
             return ""
         if ways == {"out"}:
@@ -129,7 +147,7 @@ class WaitedSockets:
     def _any_awaiting(self, fds: list[int]) -> bool:
         act = self.activity()
         for fd in fds:
-            inode = self._inode_of.get(fd, -1)
+            inode = self._inode_of.get(fd, 0)
             if self._way.get(inode) == "out" and self._awaiting(inode, act.get(inode)):
                 return True
         return False
@@ -191,7 +209,7 @@ class WaitedSockets:
 
     def inodes(self, syscall_text: str) -> list[int]:
         """The socket inodes a thread in ``syscall_text`` waits on."""
-        return [i for fd in self.descriptors(syscall_text) if (i := self._inode_of.get(fd))]
+        return [i for fd in self.descriptors(syscall_text) if (i := self._inode_of.get(fd, 0)) > 0]
 
     def descriptors(self, syscall_text: str) -> list[int]:
         """The descriptors a thread blocked in the call ``/proc/TID/syscall`` shows waits
@@ -271,17 +289,64 @@ def tcp_table(pid: int) -> dict[int, tuple[str, int, str]]:
 
 def socket_descriptors(pid: int) -> dict[int, int]:
     """Descriptor -> inode of each socket ``pid`` holds (the first MAX_FDS descriptors)."""
-    out: dict[int, int] = {}
+    return _descriptors(pid)[0]
+
+
+def _descriptors(pid: int) -> tuple[dict[int, int], dict[int, int]]:
+    """(descriptor -> socket inode, descriptor -> minus the inode of a pipe opened for
+    reading) of ``pid``'s first MAX_FDS descriptors."""
+    sockets: dict[int, int] = {}
+    pipes: dict[int, int] = {}
     try:
         fds = os.listdir(f"/proc/{pid}/fd")
     except OSError:
-        return out
+        return sockets, pipes
     for fd in fds[:MAX_FDS]:
         with contextlib.suppress(OSError, ValueError):
             link = os.readlink(f"/proc/{pid}/fd/{fd}")
             if link.startswith("socket:["):
-                out[int(fd)] = int(link[8:-1])
-    return out
+                sockets[int(fd)] = int(link[8:-1])
+            elif link.startswith("pipe:[") and _access(pid, fd) == os.O_RDONLY:
+                pipes[int(fd)] = -int(link[6:-1])
+    return sockets, pipes
+
+
+def _access(pid: int | str, fd: int | str) -> int:
+    """O_RDONLY, O_WRONLY or O_RDWR: how ``pid`` opened descriptor ``fd`` (-1 unknown)."""
+    with contextlib.suppress(OSError, ValueError), open(f"/proc/{pid}/fdinfo/{fd}") as fh:
+        for line in fh:
+            if line.startswith("flags:"):
+                return int(line.split()[1], 8) & 3
+    return -1
+
+
+def _pipe_ways(pid: int, pipes: set[int]) -> dict[int, str]:
+    """For each pipe (minus its inode) ``pid`` reads: "in" where every process holding it
+    for writing is outside ``pid`` and its descendants, else "" (one scan of /proc)."""
+    links = {f"pipe:[{-i}]": i for i in pipes}
+    writers: dict[int, set[int]] = {i: set() for i in pipes}
+    parent: dict[int, int] = {}
+    procs = [d for d in os.listdir("/proc") if d.isdigit()][:MAX_PROCS]
+    for d in procs:
+        with contextlib.suppress(OSError, ValueError):
+            stat = read_proc(f"/proc/{d}/stat")
+            parent[int(d)] = int(stat[stat.rfind(")") + 2 :].split()[1])
+            for fd in os.listdir(f"/proc/{d}/fd")[:MAX_FDS]:
+                with contextlib.suppress(OSError):
+                    inode = links.get(os.readlink(f"/proc/{d}/fd/{fd}"))
+                    if inode is not None and _access(d, fd) in (os.O_WRONLY, os.O_RDWR):
+                        writers[inode].add(int(d))
+
+    def own(p: int) -> bool:  # pid itself or one of its descendants
+        for _ in range(64):
+            if p == pid:
+                return True
+            p = parent.get(p, 0)
+            if p <= 1:
+                return False
+        return False
+
+    return {i: "in" if w and not any(own(p) for p in w) else "" for i, w in writers.items()}
 
 
 def _epoll_targets(pid: int, epfd: int) -> list[int]:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -34,6 +36,16 @@ def run_cli(
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         check=False,
     )
+
+
+def attach_json(pid: int, out: Path, seconds: float = 5) -> dict[str, Any]:
+    """``diagnose attach PID -d SECONDS --format json -o OUT`` (which must succeed, with or
+    without findings): its report.json, checked to be of ``pid``."""
+    res = run_cli("attach", str(pid), "-d", f"{seconds:g}", "--format", "json", "-o", str(out))
+    assert res.returncode in (0, 5), res.stderr
+    report: dict[str, Any] = json.loads((out / "report.json").read_text())
+    assert report["target"]["pid"] == pid
+    return report
 
 
 def flat(text: str) -> str:

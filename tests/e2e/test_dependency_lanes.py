@@ -8,7 +8,6 @@ the dependency alone. Both were read as idle before: the loop polls its clients 
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tests.e2e.cli import run_cli
+from tests.e2e.cli import attach_json
 
 pytestmark = pytest.mark.e2e
 TARGET = ROOT / "tests" / "targets" / "asyncio_lanes.py"
@@ -32,15 +31,10 @@ def _capture(tmp_path: Path, lanes: int) -> dict:
     )
     try:
         assert proc.stdout is not None and proc.stdout.readline().startswith("ready")
-        out = tmp_path / f"lanes{lanes}"
-        res = run_cli("attach", str(proc.pid), "-d", "5", "--format", "json", "-o", str(out))
-        assert res.returncode in (0, 5), res.stderr
+        return attach_json(proc.pid, tmp_path / f"lanes{lanes}")
     finally:
         proc.kill()
         proc.wait()
-    report = json.loads((out / "report.json").read_text())
-    assert report["target"]["pid"] == proc.pid
-    return report
 
 
 def test_requests_queued_for_one_connection_are_a_lock_not_idle(tmp_path: Path):

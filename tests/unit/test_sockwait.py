@@ -1,7 +1,7 @@
 """Which way the sockets a blocked thread waits on face (collect/sockwait.py), read from this
 very process: threads blocked in recv, in poll (a socket with a timeout), in select and in
 epoll, on a connection they made (a dependency: "out") or one the process accepted on its
-own listening port (its client: "in")."""
+own listening port (its client: "in"); and a child's pipe fed from outside it (its input)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import contextlib
 import os
 import select
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -155,3 +157,53 @@ def test_a_connection_that_only_sends_never_awaits(pair):
     if waits.activity_unavailable:
         pytest.skip(waits.activity_unavailable)
     assert waits.flows() == (0, 1)
+
+
+# --- pipes: the process's input when its writers are outside it ------------------------------
+
+
+def _reader_blocked(cmd: list[str], **kw: object) -> tuple[int, str]:
+    """A child process blocked reading its stdin: (PID, its /proc syscall line)."""
+    p = subprocess.Popen([sys.executable, "-c", *cmd], **kw)  # type: ignore[call-overload]
+    deadline = time.monotonic() + 10
+    text = ""
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), open(f"/proc/{p.pid}/syscall") as fh:
+            text = fh.read().strip()
+        if text and text.split()[0].isdigit() and int(text.split()[0]) == 0:  # read
+            break
+        time.sleep(0.02)
+    return p.pid, text
+
+
+def _end(pid: int) -> None:
+    with contextlib.suppress(OSError):
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+
+
+def test_stdin_fed_from_outside_the_process_is_its_input():
+    # GIVEN a consumer reading its stdin, a pipe whose writing end this test (its parent) holds
+    pid, text = _reader_blocked(["import sys; sys.stdin.readline()"], stdin=subprocess.PIPE)
+    try:
+        # THEN waiting on it is waiting for work
+        assert WaitedSockets(pid).of_thread(pid, text) == "in"
+    finally:
+        _end(pid)
+
+
+def test_near_miss_a_pipe_its_own_child_writes_says_nothing():
+    # GIVEN the same read, of a pipe whose only writer is the reader's own child
+    code = (
+        "import os, subprocess, sys; r, w = os.pipe(); "
+        "subprocess.Popen(['sleep', '30'], stdout=w); os.close(w); os.read(r, 1)"
+    )
+    pid, text = _reader_blocked([code])
+    try:
+        # THEN the kernel's view says nothing: the child is a dependency the frames name
+        assert WaitedSockets(pid).of_thread(pid, text) == ""
+    finally:
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{pid}/children") as fh:
+            for child in fh.read().split():
+                os.kill(int(child), 9)
+        _end(pid)
