@@ -805,6 +805,24 @@ CATALOGUE: tuple[MetricDef, ...] = (
     ),
     # --- scheduling, from perf ---
     _def(
+        "threads_started_per_s",
+        "1/s",
+        "perf_sched",
+        "Threads of the target started per second of perf's trace: those that switched in it and were not alive at the capture's first /proc tick.",
+    ),
+    _def(
+        "threads_started_life_ms_p50",
+        "ms",
+        "perf_sched",
+        "Median lifetime of the threads started during the trace that also ended in it (first to last scheduler event).",
+    ),
+    _def(
+        "busy_share_started_threads",
+        "share",
+        "perf_sched",
+        "Thread-time the threads started during the trace took, per second, against busy_threads_mean (at most 1): their lives (first event to last, or the trace's end) and the other threads' waits they ended (perf's waker: a join, a result, the GIL handed over).",
+    ),
+    _def(
         "sched_runq_delay_p50_ms",
         "ms",
         "perf_sched",

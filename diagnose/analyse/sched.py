@@ -23,6 +23,8 @@ from diagnose.analyse.load import BundleData
 from diagnose.analyse.model import Context, most_common, ratio, rounded
 from diagnose.formats.stacks import Stack, ThreadFrame
 
+#: a thread whose last event is this close to the trace's end may still be running
+BIRTH_END_MARGIN_S = 0.02
 #: Bins of the run-queue delay histograms, in ms.
 HIST_EDGES_MS = [0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]
 
@@ -152,6 +154,7 @@ def perf_scheduling(ctx: Context) -> None:
         "counts": [] if hist is None else [int(c) for c in hist],
         "source": "perf",
     }
+    thread_births(ctx, off, window)
     # off-CPU time by stack: blocked (not preempted) periods with a known end
     blocked = off.loc[~preempted & off["dur"].notna(), ["t", "tid", "stack_id", "state", "dur"]]
     tops, top_site, top_share, flame = _offcpu_stacks(data, blocked)
@@ -179,6 +182,40 @@ def perf_scheduling(ctx: Context) -> None:
         "runq_delay_events": len(rq),
         "offcpu_top_stacks": tops,
     }
+
+
+def thread_births(ctx: Context, off: pd.DataFrame, window: float) -> None:
+    """Threads started during perf's trace (every thread of the target that switched out
+    in it, less those /proc saw at the capture's start), how long those that ended lived,
+    and the thread-time they took against the process's busy thread-time: their lives, and
+    the other threads' waits they ended (a join, a result, the GIL handed over). Threads
+    started per request, whatever starts them (threading.Thread, a pool built per call)."""
+    m, first_tick = ctx.metrics, ctx.data.threads
+    if window <= 0 or first_tick is None or first_tick.empty or off.empty:
+        return
+    t0 = first_tick["t"].min()
+    before = set(first_tick.loc[first_tick["t"] <= t0, "tid"].astype(int))
+    ends = off["t"] + off["dur"].fillna(0)
+    span = pd.DataFrame({"first": off["t"], "last": ends}).groupby(off["tid"].astype(int))
+    life = span.agg({"first": "min", "last": "max"})
+    born = life[~life.index.isin(before)]
+    end = float(ends.max())
+    m["threads_started_per_s"] = rounded(len(born) / window, 1)
+    ended = born[born["last"] < end - BIRTH_END_MARGIN_S]
+    if len(ended):
+        m["threads_started_life_ms_p50"] = rounded(
+            float((ended["last"] - ended["first"]).median()) * 1000, 3
+        )
+    busy = m.get("busy_threads_mean")
+    if busy:
+        alive = float((born["last"].clip(upper=end) - born["first"]).sum())
+        woken = pd.Series(False, index=off.index)
+        if "waker" in off:
+            waker = pd.to_numeric(off["waker"], errors="coerce")
+            woken = waker.isin(born.index) & ~off["tid"].isin(born.index)
+            woken &= ~off["state"].astype(str).str.startswith("R")  # not preempted
+        waited = float(off.loc[woken, "dur"].fillna(0).sum())
+        m["busy_share_started_threads"] = rounded(min(1.0, (alive + waited) / window / busy), 4)
 
 
 def _window(df: pd.DataFrame) -> float:

@@ -85,6 +85,9 @@ HEALTHY: dict[str, Any] = {
     "ctx_switches_involuntary_per_s": 50.0,
     "migrations_per_s": 10.0,
     "migrations_per_busy_thread_s": 2.5,
+    "threads_started_per_s": 0.6,
+    "threads_started_life_ms_p50": 3.0,
+    "busy_share_started_threads": 0.001,
     # locks and the GIL
     "lock_top_waiters": 0,
     "lock_waiters_max": 0,

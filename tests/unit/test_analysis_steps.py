@@ -138,6 +138,58 @@ def test_perf_scheduling_measures_each_event():
     assert secs == pytest.approx(0.5)
 
 
+def _births(life_s: float, n: int = 40, extra: pd.DataFrame | None = None) -> dict:
+    """perf_scheduling's metrics of a process with 2 threads /proc saw at its start, busy
+    1.0 thread on average, and ``n`` threads started 0.01 s apart over 0.4 s, each living
+    ``life_s`` (two switch-outs: one at its start, its last as it ends)."""
+    t, tid, state, dur, waker = [0.0, 0.0], [1, 2], ["S", "S"], [0.4, 0.4], [None, None]
+    for i in range(n):
+        start = 0.01 * i
+        t += [start, start + life_s]
+        tid += [100 + i] * 2
+        state += ["S", "X"]
+        dur += [0.0, float("nan")]
+        waker += [None, None]
+    offcpu = pd.DataFrame({"t": t, "tid": tid, "cpu": 0, "state": state, "dur": dur,
+                           "cpu_in": 0, "runq": float("nan"), "waker": waker,
+                           "stack_id": 0})  # fmt: skip
+    if extra is not None:
+        offcpu = pd.concat([offcpu, extra], ignore_index=True)
+    rows = ticks(1, [0.0, 0.2, 0.4], [0.0, 0.2, 0.4]) + ticks(2, [0.0] * 3, state="S")
+    ctx = run(bundle_data(rows, sched_offcpu=offcpu, sched_stacks={0: ("x (libx.so)",)}))
+    ctx.metrics["busy_threads_mean"] = 1.0
+    sched.perf_scheduling(ctx)
+    return ctx.metrics
+
+
+def test_threads_started_during_the_trace_are_counted_with_their_lives():
+    # GIVEN 40 threads started in 0.4 s, each living 2 ms, beside 2 the capture started with
+    m = _births(0.002)
+    window = 0.4  # the first switch-out to the last one's end
+    assert m["threads_started_per_s"] == pytest.approx(40 / window, rel=0.02)
+    assert m["threads_started_life_ms_p50"] == pytest.approx(2.0)
+    # 40 x 2 ms of thread-time in 0.4 s: 0.2 threads against 1.0 busy
+    assert m["busy_share_started_threads"] == pytest.approx(0.2, abs=0.01)
+
+
+def test_the_waits_started_threads_end_are_theirs():
+    # GIVEN the same, and thread 1's 0.3 s wait ended by one of them (a join), thread 2's
+    # 0.1 s wait preempted and woken by one of them (not a wait for it)
+    extra = pd.DataFrame({"t": [0.01, 0.02], "tid": [1, 2], "cpu": 0, "state": ["S", "R"],
+                          "dur": [0.3, 0.1], "cpu_in": 0, "runq": float("nan"),
+                          "waker": [105, 106], "stack_id": 0})  # fmt: skip
+    m = _births(0.002, extra=extra)
+    # 0.08 s of lives + 0.3 s of the join in 0.4 s: 0.95 threads against 1.0 busy
+    assert m["busy_share_started_threads"] == pytest.approx(0.95, abs=0.01)
+
+
+def test_threads_started_for_long_work_say_so_by_their_lives():
+    # near miss: the same starts, each living 200 ms (the work itself, not its overhead)
+    m = _births(0.2)
+    assert m["threads_started_life_ms_p50"] == pytest.approx(200.0)
+    assert m["busy_share_started_threads"] == 1.0  # 40 x 0.2 s in 0.59 s, at most 1
+
+
 # --- the GIL -------------------------------------------------------------------------------
 
 

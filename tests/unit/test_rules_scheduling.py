@@ -324,3 +324,39 @@ def test_two_workers_that_each_fit_the_cores_oversubscribe_them_together():
     assert when("scheduling.oversubscription", together) is True
     f = verdict(together).findings[0]
     assert "4 threads in 2 processes wanted a CPU" in f.summary, f.summary
+
+
+# measured on blind batch 5's s08 (a handler starting a thread per group of candidates, 48 a
+# request, and joining them), which lock.gil took at 0.67 for the GIL waits of those threads
+THREAD_PER_PIECE = {
+    "busy_threads_mean": 3.16,
+    "threads_busy": 7,
+    "busy_share_gil": 0.67,
+    "busy_share_gil_all": 0.67,
+    "gil_waiters_mean": 2.1,
+    "busy_share_running": 0.15,
+    "busy_share_runnable": 0.18,
+    "threads_started_per_s": 1801.0,
+    "threads_started_life_ms_p50": 0.81,
+    "busy_share_started_threads": 1.0,
+}
+
+
+def test_threads_started_per_piece_of_work_are_fanout_not_the_gil():
+    v = expect(healthy(**THREAD_PER_PIECE), "scheduling", "thread_fanout")
+    assert v.findings[0].rule.id == "scheduling.threads_per_request"
+    assert v.findings[0].score == 1.0
+
+
+def test_threads_started_for_long_work_or_rarely_are_not_fanout():
+    # near misses: the threads live 200 ms (the work itself), start 20 a second, or hold
+    # a fifth of the busy time
+    for change in (
+        {"threads_started_life_ms_p50": 200.0},
+        {"threads_started_per_s": 20.0},
+        {"busy_share_started_threads": 0.2},
+    ):
+        assert (
+            when("scheduling.threads_per_request", healthy(**{**THREAD_PER_PIECE, **change}))
+            is False
+        )
