@@ -149,6 +149,12 @@ class _Matcher:
                 self._memo[key] = hit
         return hit
 
+    def matches_library(self, name: str, file: str) -> bool:
+        """A match by the frame's file (a library's path), never by a function name alone."""
+        if self.file_only is not None and file and self.file_only.match(file):
+            return True
+        return any(fr.match(name) and pr.match(file) for fr, pr in self.pairs)
+
     def _matches(self, name: str, file: str) -> bool:
         if self.function_only is not None and self.function_only.match(name):
             return True
@@ -264,6 +270,7 @@ class FrameRules:
         self._cache: dict[Stack, str] = {}
         self._wait_cache: dict[str, str | None] = {}
         self._call_cache: dict[Stack, ModelCall | None] = {}
+        self._framework_cache: dict[Stack, bool] = {}
 
     @property
     def names(self) -> list[str]:
@@ -294,6 +301,18 @@ class FrameRules:
         if len(self._call_cache) < 200_000:
             self._call_cache[stack] = found
         return found
+
+    def in_framework(self, stack: Stack) -> bool:
+        """Whether a frame of ``stack`` is a model framework's own, known by its library
+        (torch.nn, onnxruntime, transformers, libtorch...), not by a function's name."""
+        hit = self._framework_cache.get(stack)
+        if hit is None:
+            hit = any(
+                c.matcher.matches_library(*split_frame(f)) for f in stack for c in self._model
+            )
+            if len(self._framework_cache) < 200_000:
+                self._framework_cache[stack] = hit
+        return hit
 
     def kernel_category(
         self, stack: Stack, split: list[tuple[str, str]] | None = None

@@ -88,6 +88,7 @@ def oncpu_shares(ctx: Context) -> None:
             m[f"oncpu_share_{c}"] = 0.0 if native or c not in NATIVE_CATEGORIES else None
         m["oncpu_share_inference"] = 0.0
         m["oncpu_native_share"] = 0.0
+        m["compute_share_framework"] = 0.0 if native else None
         m["model_unnamed_library"] = "" if native else None
         return
     _shares(ctx, total, native)
@@ -100,10 +101,12 @@ def _shares(ctx: Context, total: float, native: bool) -> None:
     thread_by_cat: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
     stacks_by_cat: dict[str, dict[Stack, float]] = defaultdict(lambda: defaultdict(float))
     leaf_all: dict[str, float] = defaultdict(float)
-    native_w = 0.0
+    native_w = framework_w = 0.0
     flame: dict[Stack, float] = defaultdict(float)
     for s in ctx.oncpu:
         by_cat[s.category] += s.weight
+        if s.category == "compute" and frames.in_framework(s.stack):
+            framework_w += s.weight
         # the code the time is spent in: the leaf-most frame outside the kernel (a kernel
         # frame under it, finish_task_switch say, is how it was entered, not the model's)
         leaf = (user_leaf(s.stack) or s.stack[-1]) if s.stack else "?"
@@ -116,9 +119,12 @@ def _shares(ctx: Context, total: float, native: bool) -> None:
         flame[(ThreadFrame(s.tid, names.get(s.tid, "")).format(), *s.stack)] += s.weight
     for c in frames.names:
         m[f"oncpu_share_{c}"] = rounded(by_cat.get(c, 0.0) / total, 4)
+    compute = by_cat.get("compute", 0.0)
+    m["compute_share_framework"] = rounded(framework_w / compute, 4) if compute > 0 else 0.0
     if not native:  # Python stacks cannot tell a GEMM from a memcpy: not measured
         for c in NATIVE_CATEGORIES:
             m[f"oncpu_share_{c}"] = None
+        m["compute_share_framework"] = None
     inference = sum(by_cat.get(c, 0.0) for c in INFERENCE_CATEGORIES)
     m["oncpu_share_inference"] = rounded(inference / total, 4)
     m["oncpu_native_share"] = rounded(native_w / total, 4)

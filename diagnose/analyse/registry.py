@@ -678,6 +678,12 @@ CATALOGUE: tuple[MetricDef, ...] = (
         "Share of on-CPU samples whose stage the call structure decided (inside the model call, before or after it in the handler, or in a thread feeding the model's threads) rather than the frames' names.",
     ),
     _def(
+        "compute_share_framework",
+        "share",
+        "perf",
+        "Of the compute-kernel on-CPU time, the share whose stack holds a model framework's frame known by its library (torch.nn, onnxruntime, transformers, libtorch, ...: frames.toml's model category, file patterns only): the model's kernels; the rest is numeric code called from the service's own (NumPy, SciPy). 0 without compute samples; null without perf.",
+    ),
+    _def(
         "model_call_threads",
         "threads",
         "proc,pyspy",

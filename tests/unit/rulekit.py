@@ -106,6 +106,7 @@ HEALTHY: dict[str, Any] = {
     "oncpu_share_preprocess": 0.05,
     "oncpu_share_serialisation": 0.02,
     "oncpu_share_compute": 0.1,
+    "compute_share_framework": 0.0,
     "oncpu_share_memory": 0.05,
     "oncpu_share_allocator": 0.02,
     "oncpu_share_model": 0.03,

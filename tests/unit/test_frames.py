@@ -96,3 +96,23 @@ def test_frame_helpers():
     assert split_frame("weird") == ("weird", "")
     assert is_native_frame("memcpy (libc.so.6)")
     assert not is_native_frame("f (a/b.py:12)")
+
+
+TORCH = "Module._call_impl (/venv/lib/python3.11/site-packages/torch/nn/modules/module.py:1527)"
+ORT = "run (/venv/lib/python3.11/site-packages/onnxruntime/capi/onnxruntime_inference_collection.py:220)"
+NUMPY_DOT = "dot (/venv/lib/python3.11/site-packages/numpy/core/multiarray.py:741)"
+
+
+@pytest.mark.parametrize(
+    ("stack", "framework"),
+    [
+        # a torch module's call and onnxruntime's binding: by their libraries
+        (("handler (app.py:10)", TORCH, "mkl_blas_sgemm (libtorch_cpu.so)"), True),
+        (("score (app.py:9)", ORT, "MlasSgemmKernel (onnxruntime_pybind11_state.so)"), True),
+        # near misses: a class named *Model in the service's own file, NumPy's BLAS
+        (("ScorerModel.__call__ (app.py:30)", "dgemm_kernel (libopenblas64_p-r0.3.27.so)"), False),
+        (("search (app.py:35)", NUMPY_DOT, "sgemm_kernel (libscipy_openblas64_.so)"), False),
+    ],
+)
+def test_a_model_framework_is_known_by_its_library_never_by_a_name(stack, framework):
+    assert FR.in_framework(stack) is framework

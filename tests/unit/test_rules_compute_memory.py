@@ -45,6 +45,15 @@ def test_gemm_kernels_on_running_threads_is_compute():
     assert v.confidence > 0.7
 
 
+def test_gemm_kernels_under_a_model_frameworks_frames_are_the_model():
+    # GIVEN the same kernels, reached through torch.nn / onnxruntime frames (by library)
+    v = expect(healthy(**{**KERNELS, "compute_share_framework": 0.9}), "compute", "model")
+    assert v.findings[0].rule.id == "compute.model_kernels"
+    # near miss: a minority of them under a framework is the service's own numeric code
+    v = expect(healthy(**{**KERNELS, "compute_share_framework": 0.3}), "compute", "kernels")
+    assert v.findings[0].rule.id == "compute.kernels"
+
+
 def test_memory_bound_kernels_are_memory_bandwidth():
     m = healthy(**COPIES)
     assert when("compute.kernels", m) is False
