@@ -51,8 +51,10 @@ CLIENT_ACTIVE_MS = 1000
 MAX_LOOKUPS = 64
 #: processes scanned for the writers of the pipes a process reads, at most
 MAX_PROCS = 4096
-#: that scan reads every process's descriptors: new pipes wait for the next one this long
+#: that scan reads every process's descriptors: new pipes wait for the next one this long,
+#: and one stops after this long (its pipes then say nothing, as before the scan)
 PIPE_SCAN_EVERY_S = 5.0
+PIPE_SCAN_MAX_S = 0.1
 #: TCP states as /proc/net/tcp writes them
 ESTABLISHED, LISTEN = "01", "0A"
 
@@ -327,7 +329,10 @@ def _pipe_ways(pid: int, pipes: set[int]) -> dict[int, str]:
     writers: dict[int, set[int]] = {i: set() for i in pipes}
     parent: dict[int, int] = {}
     procs = [d for d in os.listdir("/proc") if d.isdigit()][:MAX_PROCS]
+    deadline = time.monotonic() + PIPE_SCAN_MAX_S
     for d in procs:
+        if time.monotonic() > deadline:
+            return dict.fromkeys(pipes, "")
         with contextlib.suppress(OSError, ValueError):
             stat = read_proc(f"/proc/{d}/stat")
             parent[int(d)] = int(stat[stat.rfind(")") + 2 :].split()[1])

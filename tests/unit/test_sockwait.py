@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from diagnose.collect import sockwait
 from diagnose.collect.sockwait import WaitedSockets
 
 
@@ -215,4 +216,15 @@ def test_near_miss_a_pipe_its_own_child_writes_says_nothing():
         with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{pid}/children") as fh:
             for child in fh.read().split():
                 os.kill(int(child), 9)
+        _end(pid)
+
+
+def test_a_scan_past_its_time_says_nothing(monkeypatch):
+    # GIVEN the same consumer, on a host whose processes take longer to read than allowed
+    monkeypatch.setattr(sockwait, "PIPE_SCAN_MAX_S", -1.0)
+    pid, text = _reader_blocked(["import sys; sys.stdin.readline()"], stdin=subprocess.PIPE)
+    try:
+        # THEN its pipe says nothing (the frames decide, as without the scan)
+        assert WaitedSockets(pid).of_thread(pid, text) == ""
+    finally:
         _end(pid)
