@@ -8,6 +8,10 @@ of the run is the figure that matters for a week of captures. Usage (as root, re
 root, alone on the host)::
 
     python -m benchmarks watch-memory --count 70 --every 3 --capture 2 [--tracemalloc]
+        [--growth-top 15]
+
+``--growth-top N`` (with --tracemalloc) prints the N call sites whose live Python memory
+grew most between the end of the first third and the end of the run (8 frames each).
 """
 
 from __future__ import annotations
@@ -43,11 +47,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--capture", type=float, default=2.0)
     ap.add_argument("--threads", type=int, default=8, help="the io_wait sample's threads")
     ap.add_argument("--tracemalloc", action="store_true", help="also trace Python objects")
+    ap.add_argument("--growth-top", type=int, default=0, help="sites that grew most (tracemalloc)")
     args = ap.parse_args(argv)
     if args.tracemalloc:
         import tracemalloc
 
-        tracemalloc.start(1)
+        tracemalloc.start(8 if args.growth_top else 1)
+    snapshots: list[Any] = []
     print(machine_line())
     target = subprocess.Popen(
         [sys.executable, str(ROOT / "samples" / "io_wait.py"), "--threads", str(args.threads),
@@ -66,6 +72,8 @@ def main(argv: list[str] | None = None) -> None:
         }
         if args.tracemalloc:
             row["python_kib"] = round(tracemalloc.get_traced_memory()[0] / 1024, 1)
+            if args.growth_top and len(rows) + 1 in (max(2, args.count // 3), args.count):
+                snapshots.append(tracemalloc.take_snapshot())
         rows.append(row)
         print(json.dumps(row), flush=True)
 
@@ -99,7 +107,24 @@ def main(argv: list[str] | None = None) -> None:
     if args.tracemalloc:
         line += f" {rows[0]['python_kib'] / 1024:.2f}, {rows[-1]['python_kib'] / 1024:.2f} |"
     print(line)
+    if len(snapshots) == 2:
+        _growth(snapshots[0], snapshots[1], args.growth_top, args.count - max(2, args.count // 3))
     print(f"rows: {out}")
+
+
+def _growth(first: Any, last: Any, top: int, captures: int) -> None:
+    """The call sites whose live memory grew most between two tracemalloc snapshots."""
+    import tracemalloc
+
+    keep = [tracemalloc.Filter(False, tracemalloc.__file__)]
+    stats = last.filter_traces(keep).compare_to(first.filter_traces(keep), "traceback")
+    print(f"\nPython memory grown over the last {captures} captures, by call site:")
+    for st in stats[:top]:
+        if st.size_diff <= 0:
+            continue
+        print(f"\n+{st.size_diff / 1024:.1f} KiB ({st.count_diff:+d} blocks)")
+        for line in st.traceback.format()[-16:]:
+            print("   " + line)
 
 
 if __name__ == "__main__":
