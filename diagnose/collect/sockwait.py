@@ -333,20 +333,24 @@ def _pipe_ways(pid: int, pipes: set[int]) -> dict[int, str]:
     for d in procs:
         if time.monotonic() > deadline:
             return dict.fromkeys(pipes, "")
-        with contextlib.suppress(OSError, ValueError):
+        # a process may end between the listing and the read: "" or a short line
+        with contextlib.suppress(OSError, ValueError, IndexError):
             stat = read_proc(f"/proc/{d}/stat")
             parent[int(d)] = int(stat[stat.rfind(")") + 2 :].split()[1])
+        with contextlib.suppress(OSError):
             for fd in os.listdir(f"/proc/{d}/fd")[:MAX_FDS]:
                 with contextlib.suppress(OSError):
                     inode = links.get(os.readlink(f"/proc/{d}/fd/{fd}"))
                     if inode is not None and _access(d, fd) in (os.O_WRONLY, os.O_RDWR):
                         writers[inode].add(int(d))
 
-    def own(p: int) -> bool:  # pid itself or one of its descendants
+    def own(p: int) -> bool:  # pid itself or one of its descendants (unknown: may be)
         for _ in range(64):
             if p == pid:
                 return True
-            p = parent.get(p, 0)
+            if p not in parent:
+                return True
+            p = parent[p]
             if p <= 1:
                 return False
         return False

@@ -228,3 +228,18 @@ def test_a_scan_past_its_time_says_nothing(monkeypatch):
         assert WaitedSockets(pid).of_thread(pid, text) == ""
     finally:
         _end(pid)
+
+
+def test_a_process_that_ends_during_the_scan_is_skipped(monkeypatch):
+    # GIVEN every process's stat read empty, as of one that ended since the listing
+    pid, text = _reader_blocked(["import sys; sys.stdin.readline()"], stdin=subprocess.PIPE)
+    real = sockwait.read_proc
+    monkeypatch.setattr(
+        sockwait, "read_proc", lambda path: "" if path.endswith("/stat") else real(path)
+    )
+    try:
+        # THEN the scan goes on, and a writer whose parent is unknown may be the reader's
+        # own child: the pipe says nothing
+        assert WaitedSockets(pid).of_thread(pid, text) == ""
+    finally:
+        _end(pid)
