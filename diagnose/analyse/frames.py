@@ -140,6 +140,12 @@ class _Matcher:
     # (name, file) -> matches: the same frames are asked about again and again
     _memo: dict[tuple[str, str], bool] = field(default_factory=dict, repr=False, compare=False)
 
+    def forget(self) -> int:
+        """Empty the memo; how many entries it held."""
+        n = len(self._memo)
+        self._memo.clear()
+        return n
+
     def matches(self, name: str, file: str) -> bool:
         key = (name, file)
         hit = self._memo.get(key)
@@ -271,6 +277,21 @@ class FrameRules:
         self._wait_cache: dict[str, str | None] = {}
         self._call_cache: dict[Stack, ModelCall | None] = {}
         self._framework_cache: dict[Stack, bool] = {}
+
+    def forget(self) -> int:
+        """Empty the caches of stacks and frames seen (how many entries they held): one
+        instance serves every analysis of a long-lived process (``diagnose watch``), and
+        each capture's stacks are its own."""
+        caches: list[dict[Any, Any]] = [
+            self._cache, self._wait_cache, self._call_cache, self._framework_cache
+        ]  # fmt: skip
+        n = sum(len(c) for c in caches)
+        for cache in caches:
+            cache.clear()
+        matchers = [self.handoff, self.serving, self.spin, *self.waits.values()]
+        matchers += [c.matcher for c in self.categories]
+        matchers += [m for p in self.pools for m in (p.library, p.spin)]
+        return n + sum(m.forget() for m in matchers)
 
     @property
     def names(self) -> list[str]:

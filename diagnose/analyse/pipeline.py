@@ -80,8 +80,11 @@ def analyse_data(data: BundleData, frames: FrameRules, steps: tuple[Step, ...] =
     ctx = Context(
         data, frames, Analysis(metrics={}, unmeasured={}, per_thread=None, thread_time=None)
     )
-    for step in steps:
-        step(ctx)
+    try:
+        for step in steps:
+            step(ctx)
+    finally:
+        frames.forget()
     m, unmeasured = ctx.metrics, ctx.out.unmeasured
     for name, d in METRICS.items():
         if m.get(name) is None:

@@ -440,3 +440,19 @@ def test_top_functions_are_the_code_not_the_kernel_frames_under_it():
     # THEN the function named is the kernel's caller, the GEMM
     assert ctx.metrics["compute_top_function"] == "sgemm_kernel_HASWELL (libopenblas.so)"
     assert all("kallsyms" not in f for f, _ in ctx.out.oncpu["top_functions"]["compute"])
+
+
+def test_an_analysis_leaves_the_shared_frame_rules_holding_none_of_its_stacks():
+    # one FrameRules serves every analysis of a long-lived process (diagnose watch): the
+    # stacks it cached for one capture would stay alive through every later one
+    from diagnose.analyse import analyse
+    from diagnose.analyse.frames import frame_rules
+    from diagnose.bundle.reader import Bundle
+    from tests.conftest import FIXTURES
+
+    fr = frame_rules()
+    analyse(Bundle.open(FIXTURES / "bundles" / "lock_contention"))
+    assert fr.forget() == 0
+    # near miss: categorising a stack outside an analysis does cache it
+    fr.categorize(("main (app.py:1)", "sgemm_kernel (libopenblas.so)"))
+    assert fr.forget() > 0
