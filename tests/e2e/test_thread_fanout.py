@@ -32,16 +32,27 @@ def _capture(tmp_path: Path, mode: str) -> dict:
         proc.wait()
 
 
-def test_a_thread_per_piece_of_work_is_thread_fanout(tmp_path: Path):
+def _fanout(report: dict) -> dict | None:
+    return next(
+        (f for f in report["findings"] if f["id"] == "scheduling.threads_per_request"), None
+    )
+
+
+def test_a_thread_per_piece_of_work_is_found_and_measured(tmp_path: Path):
     report = _capture(tmp_path, "spawn")
-    m, v = report["metrics"], report["verdict"]
+    m = report["metrics"]
     assert m["threads_started_per_s"] >= 100, m
     assert m["threads_started_life_ms_p50"] <= 50, m
-    assert (v["primary"], v["kind"]) == ("scheduling", "thread_fanout"), v["headline"]
+    # the finding stands with its share of the busy time; whether it outranks the GIL is
+    # not asserted: these pieces are pure Python, so four request threads contend for the
+    # GIL too (lock.gil 0.78 against 0.48 on a quiet host, 0.51 against 1.0 beside two busy
+    # loops). Batch 5's s08 and batch 6's s08, whose pieces are NumPy, were thread_fanout.
+    found = _fanout(report)
+    assert found is not None and found["score"] >= 0.3, report["findings"]
 
 
 def test_the_same_pieces_on_a_pool_start_no_threads(tmp_path: Path):
     report = _capture(tmp_path, "pool")
     m, v = report["metrics"], report["verdict"]
     assert m["threads_started_per_s"] is not None and m["threads_started_per_s"] < 20, m
-    assert v["kind"] != "thread_fanout", v["headline"]
+    assert _fanout(report) is None and v["kind"] != "thread_fanout", v["headline"]
