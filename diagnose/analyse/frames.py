@@ -261,12 +261,14 @@ class FrameRules:
         pools: list[Pool] | None = None,
         spin: _Matcher | None = None,
         serving: _Matcher | None = None,
+        model_kernels: _Matcher | None = None,
     ) -> None:
         self.categories = categories
         self.waits = waits
         self.source = source
         self.handoff = handoff or _Matcher()
         self.serving = serving or _Matcher()
+        self.model_kernels = model_kernels or _Matcher()
         self.pools = pools or []
         self.spin = spin or _Matcher()
         self._stage = [c for c in categories if c.kind == "stage"]
@@ -288,7 +290,8 @@ class FrameRules:
         n = sum(len(c) for c in caches)
         for cache in caches:
             cache.clear()
-        matchers = [self.handoff, self.serving, self.spin, *self.waits.values()]
+        matchers = [self.handoff, self.serving, self.model_kernels, self.spin]
+        matchers += self.waits.values()
         matchers += [c.matcher for c in self.categories]
         matchers += [m for p in self.pools for m in (p.library, p.spin)]
         return n + sum(m.forget() for m in matchers)
@@ -304,7 +307,8 @@ class FrameRules:
         """Where the model is called in ``stack`` (root first), or None: the root-most
         frame of a model framework's call (the "model" category's ``match``), else the first
         native frame of a stack whose leaf-most native frame is a compute kernel (a GEMM
-        reached from the line that calls it). A user function's bare name never is; the
+        reached from the line that calls it) or a model's memory-bound kernel (``[structure]
+        model_kernels``: a GEMV). A user function's bare name never is; the
         entry method of a class named *Model is (frames.toml explains why)."""
         if stack in self._call_cache:
             return self._call_cache[stack]
@@ -314,14 +318,23 @@ class FrameRules:
             if any(c.matcher.matches(n, f) for c in self._model):
                 found = (i, "framework")
                 break
-        if found is None:
-            kernel = self.kernel_category(stack, split)
-            if kernel is not None and any(c.name == kernel for c in self._compute):
-                first = next(i for i, fr in enumerate(stack) if is_native_frame(fr))
-                found = (first, "kernel")
+        if found is None and self.is_model_kernel(stack, split):
+            first = next(i for i, fr in enumerate(stack) if is_native_frame(fr))
+            found = (first, "kernel")
         if len(self._call_cache) < 200_000:
             self._call_cache[stack] = found
         return found
+
+    def is_model_kernel(self, stack: Stack, split: list[tuple[str, str]] | None = None) -> bool:
+        """Is the stack in a model's kernel: a compute kernel, or a memory-bound one that
+        models run (``[structure] model_kernels``: a GEMV)?"""
+        kernel = self.kernel_category(stack, split)
+        if kernel is None:
+            return False
+        if any(c.name == kernel for c in self._compute):
+            return True
+        leaf = next((f for f in reversed(stack) if is_native_frame(f)), None)
+        return leaf is not None and self.model_kernels.matches(*split_frame(leaf))
 
     def in_framework(self, stack: Stack) -> bool:
         """Whether a frame of ``stack`` is a model framework's own, known by its library
@@ -545,8 +558,9 @@ def load_frame_rules(path: Path) -> FrameRules:
         raise BadRules(f"{path}: [structure] must be a table")
     handoff = _compile(structure.get("handoff", []), tf.where(tf.key_line("handoff")))
     serving = _compile(structure.get("serving", []), tf.where(tf.key_line("serving")))
+    kernels = _compile(structure.get("model_kernels", []), tf.where(tf.key_line("model_kernels")))
     pools, spin = _pools(tf, path)
-    return FrameRules(cats, waits, str(path), handoff, pools, spin, serving)
+    return FrameRules(cats, waits, str(path), handoff, pools, spin, serving, kernels)
 
 
 @lru_cache(maxsize=8)

@@ -33,6 +33,8 @@ from diagnose.formats.stacks import Stack, ThreadFrame
 
 #: on-CPU categories only native frames can reveal: without perf they are not measured
 NATIVE_CATEGORIES = ("compute", "memory", "allocator", "spin")
+#: the kernel categories of frames.toml, measured in every stage as ``kernel_share_*``
+KERNEL_CATEGORIES = ("compute", "memory", "allocator")
 #: the categories inside the model
 INFERENCE_CATEGORIES = ("compute", "memory", "model")
 
@@ -87,6 +89,8 @@ def oncpu_shares(ctx: Context) -> None:
         for c in ctx.frames.names:
             m[f"oncpu_share_{c}"] = 0.0 if native or c not in NATIVE_CATEGORIES else None
         m["oncpu_share_inference"] = 0.0
+        for c in KERNEL_CATEGORIES:
+            m[f"kernel_share_{c}"] = 0.0 if native else None
         m["oncpu_native_share"] = 0.0
         m["compute_share_framework"] = 0.0 if native else None
         m["model_unnamed_library"] = "" if native else None
@@ -101,10 +105,16 @@ def _shares(ctx: Context, total: float, native: bool) -> None:
     thread_by_cat: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
     stacks_by_cat: dict[str, dict[Stack, float]] = defaultdict(lambda: defaultdict(float))
     leaf_all: dict[str, float] = defaultdict(float)
+    by_kernel: dict[str, float] = defaultdict(float)
+    leaf_memory: dict[str, float] = defaultdict(float)
     native_w = framework_w = 0.0
     flame: dict[Stack, float] = defaultdict(float)
     for s in ctx.oncpu:
         by_cat[s.category] += s.weight
+        # what the CPU does whatever stage it is in: a copy or a page fault in preprocessing
+        # is memory traffic all the same
+        kernel = frames.kernel_category(s.stack) or ""
+        by_kernel[kernel] += s.weight
         if s.category == "compute" and frames.in_framework(s.stack):
             framework_w += s.weight
         # the code the time is spent in: the leaf-most frame outside the kernel (a kernel
@@ -112,6 +122,8 @@ def _shares(ctx: Context, total: float, native: bool) -> None:
         leaf = (user_leaf(s.stack) or s.stack[-1]) if s.stack else "?"
         leaf_by_cat[s.category][leaf] += s.weight
         leaf_all[leaf] += s.weight
+        if kernel in ("memory", "allocator"):
+            leaf_memory[leaf] += s.weight
         thread_by_cat[s.category][s.tid] += s.weight
         stacks_by_cat[s.category][s.stack] += s.weight
         if any(is_native_frame(f) for f in s.stack):
@@ -119,6 +131,8 @@ def _shares(ctx: Context, total: float, native: bool) -> None:
         flame[(ThreadFrame(s.tid, names.get(s.tid, "")).format(), *s.stack)] += s.weight
     for c in frames.names:
         m[f"oncpu_share_{c}"] = rounded(by_cat.get(c, 0.0) / total, 4)
+    for c in KERNEL_CATEGORIES:
+        m[f"kernel_share_{c}"] = rounded(by_kernel.get(c, 0.0) / total, 4) if native else None
     compute = by_cat.get("compute", 0.0)
     m["compute_share_framework"] = rounded(framework_w / compute, 4) if compute > 0 else 0.0
     if not native:  # Python stacks cannot tell a GEMM from a memcpy: not measured
@@ -136,6 +150,7 @@ def _shares(ctx: Context, total: float, native: bool) -> None:
         for leaf, w in leaf_by_cat.get(c, {}).items():
             comp[leaf] += w
     m["compute_top_function"] = most_common(comp, 1)[0][0] if comp else ""
+    m["memory_top_function"] = most_common(leaf_memory, 1)[0][0] if leaf_memory else ""
     m["model_unnamed_library"] = unnamed_library(leaf_by_cat.get("model", {})) if native else None
     _preprocess_threads(ctx, thread_by_cat.get("preprocess", {}))
     ctx.out.oncpu = {

@@ -573,6 +573,25 @@ CATALOGUE: tuple[MetricDef, ...] = (
         better="lower",
     ),
     _def(
+        "kernel_share_compute",
+        "share",
+        "perf",
+        "Share of on-CPU samples whose leaf-most kernel frame is a compute kernel (GEMM, convolution), in any stage: oncpu_share_compute counts only those inside the model. Needs native stacks: null without perf.",
+    ),
+    _def(
+        "kernel_share_memory",
+        "share",
+        "perf",
+        "Share of on-CPU samples whose leaf-most kernel frame is memory-bound (copies, casts, elementwise, BLAS levels 1-2), in any stage (a copy in preprocessing too). Needs native stacks: null without perf.",
+    ),
+    _def(
+        "kernel_share_allocator",
+        "share",
+        "perf",
+        "Share of on-CPU samples in the allocator or the page-fault path, in any stage: a first touch of fresh memory under a copy counts here, whatever code made the copy. Needs native stacks: null without perf.",
+        better="lower",
+    ),
+    _def(
         "oncpu_share_model",
         "share",
         "proc,pyspy",
@@ -589,6 +608,13 @@ CATALOGUE: tuple[MetricDef, ...] = (
         "share",
         "proc,pyspy",
         "oncpu_share_compute + oncpu_share_memory + oncpu_share_model: time inside the model.",
+    ),
+    _def(
+        "memory_top_function",
+        "text",
+        "perf",
+        "The leaf function with most samples in memory-bound or allocator kernels, in any stage (kernel_share_memory, kernel_share_allocator).",
+        kind="text",
     ),
     _def(
         "preprocess_top_function",

@@ -106,7 +106,8 @@ def model_paths(
     exact line (all threads: the same code) is in compute kernels, counting only the sure
     joins (py-spy saw the thread at that line again after the sample: a thread at 18 Hz
     runs a whole short call between two samples); it holds KERNEL_PATH_SHARE of all the
-    compute-kernel time and KERNEL_PATH_MIN samples; and the line is not a wait (a frame
+    model-kernel time (compute kernels, and the memory-bound ones models run: a GEMV) and
+    KERNEL_PATH_MIN samples; and the line is not a wait (a frame
     that waits for work or a lock calls no kernel: that join was stale)."""
     acc: dict[int, dict[tuple[Stack, str, str], float]] = defaultdict(lambda: defaultdict(float))
     at_line: dict[Stack, float] = defaultdict(float)
@@ -115,7 +116,7 @@ def model_paths(
     for s in samples:
         py = tuple(f for f in s.stack if not is_native_frame(f))
         at_line[py] += s.sure_weight
-        if s.category == "compute":
+        if s.category == "compute" or (s.category == "memory" and frames.is_model_kernel(s.stack)):
             compute += s.sure_weight
         call = frames.model_call(s.stack)
         if call is None:

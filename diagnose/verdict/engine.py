@@ -14,7 +14,8 @@
   it out for the others, unless a rule says it ``measures`` something else), times 0.9 if a collector its own metrics come from was partial, times 0.8 if a
   finding of another category scores within 80% of it (a close call), and times
   ``1.3 - oncpu_share_other`` (floor 0.6) where the top finding rests on what the CPU ran
-  (its rule reads an ``oncpu_share_*`` or ``gil_holder_*`` metric) and more than UNEXPLAINED_LARGE of that
+  (its rule's score or evidence reads an ``oncpu_share_*``, ``kernel_share_*`` or ``gil_holder_*``
+  metric) and more than UNEXPLAINED_LARGE of that
   on-CPU time is unexplained: what could not be placed in a stage may be the bottleneck.
   Each factor is a note in the report, naming the metrics and the collector that was
   missing.
@@ -352,8 +353,10 @@ def _unexplained(metrics: Mapping[str, Any]) -> float | None:
 
 
 def _rests_on_oncpu(rule: Rule) -> bool:
-    """Does the rule read what the CPU ran (an on-CPU share, or what the GIL's holders ran)?"""
-    return any(m.startswith(("oncpu_share_", "gil_holder_")) for m in rule.metrics)
+    """Does the rule's score or evidence read what the CPU ran (an on-CPU or kernel share, or
+    what the GIL's holders ran)? A condition that only rules a reading out does not count."""
+    names = set(rule.evidence) | (set(rule.score.names) if rule.score is not None else set())
+    return any(m.startswith(("oncpu_share_", "kernel_share_", "gil_holder_")) for m in names)
 
 
 #: for two close categories, the measurement that tells them apart (principle: a close call

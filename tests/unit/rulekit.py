@@ -117,6 +117,7 @@ HEALTHY: dict[str, Any] = {
     "preprocess_top_thread_share": 0.3,
     "preprocess_top_thread_busy": 0.9,
     "compute_top_function": "sgemm_kernel_HASWELL (libopenblas.so)",
+    "memory_top_function": "__memmove_avx_unaligned_erms (libc.so.6)",
     "model_unnamed_library": "",
     # perf c2c ran and found no contended cache line
     "c2c_lines_contended": 0,
@@ -159,8 +160,8 @@ def healthy(**changes: Any) -> dict[str, Any]:
 
 
 def _derived(m: dict[str, Any]) -> dict[str, Any]:
-    """As analyse/host.py and analyse/locks.py compute them (busy_share_gil_all by the
-    analysis' own function)."""
+    """As analyse/host.py, analyse/locks.py and analyse/oncpu.py compute them
+    (busy_share_gil_all by the analysis' own function)."""
     held_gil = m.get("lock_top_holder_gil_wait_share")
     lock = m.get("lock_top_share") or 0.0
     service = m.get("process_cpu_share")
@@ -172,6 +173,9 @@ def _derived(m: dict[str, Any]) -> dict[str, Any]:
         "lock_top_share_net": lock * (1 - (held_gil or 0.0)),
         "busy_share_gil_all": None,
     }
+    # no stage sample in a kernel: each kernel's share in any stage is its share in the model
+    for kernel in ("compute", "memory", "allocator"):
+        out[f"kernel_share_{kernel}"] = m.get(f"oncpu_share_{kernel}")
     # a process alone is a service of one (analyse/service.py: lone_process)
     for own in ("cpu_bound_threads", "app_threads_busy", "native_threads_busy"):
         out[f"service_{own}"] = m.get(own)

@@ -265,6 +265,35 @@ def test_perf_samples_join_python_stacks_and_take_the_kernel_s_category():
     assert ThreadFrame.parse(root) == ThreadFrame(1, "thread-1")
 
 
+def test_kernel_shares_count_what_the_cpu_did_in_any_stage():
+    # GIVEN preprocessing (by name) whose samples are a copy, a first touch of a fresh page
+    # under it, and a matrix-vector product: a stage that moves memory
+    py = {0: ("serve (app.py:1)", "preprocess (app.py:5)")}
+    interp = ("start (libpython3.11.so)", "_PyEval_EvalFrameDefault (libpython3.11.so)")
+    fault = ("asm_exc_page_fault ([kernel.kallsyms])", "clear_page_erms ([kernel.kallsyms])")
+    native = {
+        0: (*interp, "__memmove_avx_unaligned_erms (libc.so.6)"),
+        1: (*interp, "__memmove_avx_unaligned_erms (libc.so.6)", *fault),
+        2: (*interp, "cblas_sgemv (libopenblas.so)", "sgemv_kernel_4x4 (libopenblas.so)"),
+        3: (*interp, "sgemm_kernel_HASWELL (libopenblas.so)"),
+    }
+    samples = pd.DataFrame(
+        {"t": [0.01, 0.02, 0.03, 0.04, 0.05], "tid": [1] * 5, "stack_id": [0, 1, 1, 2, 3]}
+    )
+    data = bundle_data(
+        ticks(1, [0, 0.1, 0.2]), [(1, 0.0, 0.2, 0)], py,
+        native_samples=samples, native_stacks=native, missing={},
+    )  # fmt: skip
+    m = run(data, threads.thread_states, oncpu.oncpu_samples, oncpu.oncpu_shares).metrics
+    # THEN the stage holds them all, and the kernel shares say what they were: the faults
+    # the allocator's, the copy and GEMV memory-bound (BLAS level 2), the GEMM compute
+    assert m["oncpu_share_preprocess"] == 1.0
+    assert (m["kernel_share_allocator"], m["kernel_share_memory"]) == (0.4, 0.4)
+    assert m["kernel_share_compute"] == 0.2
+    # the code the faults came from: the copy, the leaf-most frame outside the kernel
+    assert m["memory_top_function"] == "__memmove_avx_unaligned_erms (libc.so.6)"
+
+
 def test_model_time_in_frames_perf_could_not_name_names_their_library():
     # GIVEN perf samples of predict() whose native leaf is unnamed in a stripped library
     # (3 samples), and one in a named function no kernel pattern knows

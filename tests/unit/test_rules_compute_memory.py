@@ -35,6 +35,9 @@ PY_SPY_ONLY = {
     "oncpu_share_compute": None,
     "oncpu_share_memory": None,
     "oncpu_share_allocator": None,
+    "kernel_share_compute": None,
+    "kernel_share_memory": None,
+    "kernel_share_allocator": None,
     "oncpu_share_model": 0.97,
     "oncpu_share_other": 0.03,
 }
@@ -133,7 +136,7 @@ def test_without_native_stacks_it_is_the_model_with_perf_named_as_missing():
     score = v.findings[0].score
     assert v.confidence < score
     assert any("could not rule out memory_bandwidth" in n for n in v.confidence_notes)
-    assert any("oncpu_share_memory" in n for n in v.confidence_notes)
+    assert any("kernel_share_memory" in n for n in v.confidence_notes)
 
 
 def test_kernels_under_cpu_contention_rank_after_it():
@@ -161,8 +164,8 @@ def test_kernels_under_cpu_contention_rank_after_it():
 def test_hot_allocator():
     m = healthy(**{**MODEL_BOUND, "oncpu_share_allocator": 0.25, "minflt_per_s": 40000.0})
     assert when("memory_bandwidth.allocator", m) is True
-    assert when("memory_bandwidth.allocator", {**m, "oncpu_share_allocator": 0.1}) is False
-    assert when("memory_bandwidth.allocator", {**m, "oncpu_share_allocator": None}) is UNKNOWN
+    assert when("memory_bandwidth.allocator", {**m, "kernel_share_allocator": 0.1}) is False
+    assert when("memory_bandwidth.allocator", {**m, "kernel_share_allocator": None}) is UNKNOWN
 
 
 def test_model_time_near_miss_and_unknown():
@@ -278,3 +281,43 @@ def test_threads_that_never_block_and_outnumber_the_cores_are_oversubscription_o
     m = healthy(**{**QUEUED_FOR_CORES, "cpu_bound_threads": 6, "intra_op_threads_per_app": 3.0})
     assert {"compute.kernels", "scheduling.oversubscription"} <= fired(m)
     assert verdict(m).primary == "scheduling"
+
+
+# --- kernels in any stage: what the CPU does, whoever asked for it -----------------------
+
+#: preprocessing (by call structure) whose CPU is copies and first touches of fresh pages:
+#: a staging buffer allocated per request, normalised out of place (batch 6's s06)
+FRESH_COPIES = {
+    **MODEL_BOUND,
+    "oncpu_share_preprocess": 0.97,
+    "oncpu_share_memory": 0.01,
+    "oncpu_share_allocator": 0.01,
+    "oncpu_share_other": 0.01,
+    "kernel_share_memory": 0.48,
+    "kernel_share_allocator": 0.25,
+    "kernel_share_compute": 0.0,
+    "minflt_per_s": 43000.0,
+}
+
+
+def test_copies_into_fresh_pages_in_a_stage_are_the_allocator():
+    v = expect(healthy(**FRESH_COPIES), "memory_bandwidth", "allocator")
+    assert v.findings[0].rule.id == "memory_bandwidth.allocator"
+    assert when("preprocess.heavy", healthy(**FRESH_COPIES)) is False
+
+
+def test_copies_with_few_first_touches_are_memory_kernels():
+    # near miss: the same copies into buffers already touched (faults an eighth of the traffic)
+    m = healthy(**{**FRESH_COPIES, "kernel_share_memory": 0.78, "kernel_share_allocator": 0.15})
+    assert when("memory_bandwidth.allocator", m) is False
+    expect(m, "memory_bandwidth", "memory_kernels")
+
+
+def test_a_stage_of_its_own_code_stays_preprocessing():
+    # near miss: the stage's CPU is its own code (Pillow's resampling, Python loops)
+    m = healthy(**{**FRESH_COPIES, "kernel_share_memory": 0.2, "kernel_share_allocator": 0.02})
+    expect(m, "preprocess", "cpu")
+    # without native stacks the kernels are not known, and preprocessing is what was seen
+    m = healthy(**{**FRESH_COPIES, "oncpu_source": "py-spy", "kernel_share_memory": None,
+                   "kernel_share_allocator": None, "kernel_share_compute": None})  # fmt: skip
+    assert when("preprocess.heavy", m) is True

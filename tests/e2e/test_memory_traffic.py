@@ -1,0 +1,52 @@
+"""What the CPU does, whatever stage asked for it (tests/targets/memory_traffic.py): copies
+into freshly allocated buffers are first touches of fresh pages (the kernel's page-fault
+path under the copy: blind batch 6's s06, read as preprocessing), and a matrix-vector
+product streams its matrix once per call (BLAS level 2: batch 6's s07, read as compute).
+Each against its contrast, by the findings and the kernel shares, not by rank: beside a
+busy neighbour the run-queue wait may outrank them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.e2e.cli import attach_json
+
+pytestmark = pytest.mark.e2e
+TARGET = str(ROOT / "tests" / "targets" / "memory_traffic.py")
+
+
+def _capture(tmp_path: Path, mode: str) -> tuple[dict, set[str]]:
+    proc = subprocess.Popen(
+        [sys.executable, TARGET, mode, "60"], stdout=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().startswith("ready")
+        report = attach_json(proc.pid, tmp_path / mode)
+    finally:
+        proc.kill()
+        proc.wait()
+    return report["metrics"], {f["id"] for f in report["findings"]}
+
+
+def test_copies_into_fresh_buffers_are_the_allocator_s(tmp_path: Path):
+    m, found = _capture(tmp_path, "fresh")
+    assert m["kernel_share_allocator"] >= 0.25, m
+    assert "memory_bandwidth.allocator" in found, found
+    m, found = _capture(tmp_path, "reuse")
+    assert m["kernel_share_allocator"] < 0.1 and m["kernel_share_memory"] >= 0.35, m
+    assert "memory_bandwidth.allocator" not in found, found
+
+
+def test_a_matrix_vector_product_is_memory_bound_and_a_matrix_product_compute(tmp_path: Path):
+    m, found = _capture(tmp_path, "gemv")
+    assert m["kernel_share_memory"] >= 0.5 > m["kernel_share_compute"], m
+    assert "memory_bandwidth.memory_bound_kernels" in found and "compute.kernels" not in found
+    m, found = _capture(tmp_path, "gemm")
+    assert m["kernel_share_compute"] >= 0.5 > m["kernel_share_memory"], m
+    assert "compute.kernels" in found and "memory_bandwidth.memory_bound_kernels" not in found
