@@ -488,6 +488,24 @@ def waiting_caller(stack: Stack) -> str:
     return ""
 
 
+#: modules whose waits are on a lock made per wait (a Condition's waiter lock, a queue's)
+_SYNC_MODULES = ("threading.py", "queue.py")
+
+
+def sync_caller(stack: Stack) -> str:
+    """For a wait inside threading.py or queue.py (Condition.wait, Queue.get), the code that
+    asked for it: the lock it blocks on is made per wait, so its address names nothing,
+    while the caller names the resource. "" for any other wait."""
+    leaf = python_leaf(stack)
+    if not leaf or not split_frame(leaf)[1].endswith(_SYNC_MODULES):
+        return ""
+    for frame in reversed(stack):
+        if is_native_frame(frame) or split_frame(frame)[1].endswith(_SYNC_MODULES):
+            continue
+        return frame
+    return ""
+
+
 def _pools(tf: TomlFile, path: Path) -> tuple[list[Pool], _Matcher]:
     raw = tf.data.get("pool", [])
     if not isinstance(raw, list):

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from diagnose.analyse.frames import inside_region, python_leaf, user_leaf
+from diagnose.analyse.frames import inside_region, python_leaf, sync_caller, user_leaf
 from diagnose.analyse.joins import TextCodes, map_distinct, pairs
 from diagnose.analyse.load import BundleData
 from diagnose.analyse.model import (
@@ -98,6 +98,13 @@ def proc_locks(ctx: Context) -> None:
         (iv["lock"] > 0) & (iv["futex_addr"] != ""),
         ["t", "tid", "lock", "futex_addr", "wait_leaf", "stack_id"],
     ]
+    # a Condition's or a queue's wait blocks on a lock made per wait: the caller is the lock
+    callers = {
+        int(sid): sync_caller(data.py_stacks.get(int(sid), ()))
+        for sid in lk["stack_id"].dropna().unique()
+    }
+    caller = lk["stack_id"].map(lambda sid: callers.get(int(sid), "") if sid == sid else "")
+    lk = lk.assign(wait_leaf=caller.where(caller != "", lk["wait_leaf"]), sync=caller != "")
     hotspots: list[Hotspot] = []
     for key, addrs in _lock_groups(lk).items():
         grp = lk[lk["futex_addr"].isin(addrs)]
@@ -115,7 +122,12 @@ def _lock_groups(lk: pd.DataFrame) -> dict[str, list[str]]:
     parking lot)."""
     groups: dict[str, list[str]] = defaultdict(list)
     for addr, grp in lk.groupby("futex_addr"):
-        if grp["tid"].nunique() >= 2:
+        sync = grp["sync"] if "sync" in grp else pd.Series(False, index=grp.index)
+        # an address a Condition or a queue made for one wait and freed: reused by others
+        per_wait = float(grp.loc[sync, "lock"].sum()) >= 0.5 * float(grp["lock"].sum())
+        if per_wait:
+            grp = grp[sync]
+        if grp["tid"].nunique() >= 2 and not per_wait:
             groups[f"addr:{addr}"].append(str(addr))
         else:
             site = grp["wait_leaf"].mode().iloc[0] if grp["wait_leaf"].ne("").any() else ""

@@ -38,6 +38,7 @@ class ThreadTime:
     window: float  # seconds covered by the /proc sampler
     gil_range: tuple[int, int] | None
     native_mutex_s: float = 0.0  # blocked time of native threads moved from idle to lock
+    pool_wait_s: float = 0.0  # waits for a resource peers hand back, moved from idle to lock
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from diagnose.analyse import (
     service,
     stages,
     threads,
+    unseen,
 )
 from diagnose.analyse.frames import FrameRules
 from diagnose.analyse.load import BundleData
@@ -46,6 +47,7 @@ STEPS: tuple[Step, ...] = (
     host.host_processes,
     # thread states: settled once (native mutex waits included), read by every step below
     threads.thread_states,
+    unseen.unseen_threads,
     threads.thread_metrics,
     lanes.dependency_queue,
     sched.proc_scheduling,

@@ -837,6 +837,18 @@ CATALOGUE: tuple[MetricDef, ...] = (
     ),
     # --- scheduling, from perf ---
     _def(
+        "threads_unseen",
+        "threads",
+        "proc,perf_sched",
+        "Threads of the target perf's scheduler trace saw and the /proc sampler did not (alive less than two of its ticks): their time, from the trace, joins every busy-time share.",
+    ),
+    _def(
+        "busy_share_unseen_threads",
+        "share",
+        "proc,perf_sched",
+        "Of the busy thread-time, the share of threads only perf's scheduler trace saw (threads_unseen): running and runnable between their switches, blocked time classed by the futex wait covering it (a blocked period nothing explains is not busy).",
+    ),
+    _def(
         "threads_started_per_s",
         "1/s",
         "perf_sched",

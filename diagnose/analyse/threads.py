@@ -193,9 +193,10 @@ def thread_time(
     tids = np.sort(threads["tid"].unique())
     parts = max(1, -(-len(threads) // CHUNK_ROWS))
     ivs, pers = [], []
-    moved = 0.0
+    moved = pooled = 0.0
     mutex = native_mutex_waits(futex, data.python_tids)
     mutexes = set(mutex["uaddr"].astype(str))
+    pool = pool_waits(futex)
     for chunk in np.array_split(tids, min(parts, len(tids))):
         part = threads[threads["tid"].isin(chunk)] if parts > 1 else threads
         df = part.sort_values(["tid", "t"]).reset_index(drop=True)
@@ -203,13 +204,15 @@ def thread_time(
         if mutexes:
             native = set(chunk.tolist()) - data.python_tids
             moved += move_native_mutex_waits(iv, mutex[mutex["tid"].isin(chunk)], native, mutexes)
+        for tid in sorted(set(pool["tid"].tolist()) & set(chunk.tolist())):
+            pooled += _move_overlap(iv, tid, pool[pool["tid"] == tid])
         ivs.append(iv)
         pers.append(_per_thread(df, iv, data, data.python_tids))
     iv = pd.concat(ivs, ignore_index=True) if len(ivs) > 1 else ivs[0]
     per = pd.concat(pers, ignore_index=True) if len(pers) > 1 else pers[0]
     t = threads["t"]
     window = float(t.max() - t.min()) if len(threads) > 1 else 0.0
-    return ThreadTime(iv, per, window, data.gil_range, moved)
+    return ThreadTime(iv, per, window, data.gil_range, moved, pooled)
 
 
 def _thread_intervals(
@@ -489,7 +492,33 @@ def futex_waits(data: BundleData, frames: FrameRules) -> pd.DataFrame | None:
                 "lock" if nk == "mutex" else ("condition" if nk == "condition" else "other")
             )
     fx["kind"] = np.array(kinds, dtype=object)[by_key.ngroup().to_numpy()]
+    fx["py_sid"] = py_ids
+    _peer_handbacks(fx)
     return fx.drop(columns=["_addr", "_op"])
+
+
+def _peer_handbacks(fx: pd.DataFrame) -> None:
+    """A wait for an item (``condition``) that a thread waiting at the same Python stack
+    ended is a wait for a resource its peers take and give back (a connection pool made of
+    a queue): ``pool``, counted as lock contention. Work handed over by a producer, which
+    never waits there itself, stays a wait for work."""
+    cond = TextCodes(fx["kind"]).eq("condition") & (fx["py_sid"] >= 0)
+    if not cond.any():
+        return
+    tids, sids = fx.loc[cond, "tid"].astype(int), fx.loc[cond, "py_sid"].astype(int)
+    waited_at = set(zip(tids, sids, strict=True))
+    waker = fx["waker"].fillna(-1).astype(int)
+    peer = [
+        c and (w, sid) in waited_at and w != tid
+        for c, w, sid, tid in zip(
+            cond.tolist(),
+            waker.tolist(),
+            fx["py_sid"].astype(int).tolist(),
+            fx["tid"].astype(int).tolist(),
+            strict=True,
+        )
+    ]
+    fx.loc[np.array(peer, dtype=bool), "kind"] = "pool"
 
 
 def native_mutex_waits(futex: pd.DataFrame | None, python_tids: set[int]) -> pd.DataFrame:
@@ -498,6 +527,13 @@ def native_mutex_waits(futex: pd.DataFrame | None, python_tids: set[int]) -> pd.
     if futex is None or futex.empty:
         return pd.DataFrame(columns=["t", "tid", "uaddr", "dur"])
     return futex[TextCodes(futex["kind"]).eq("lock") & ~futex["tid"].isin(python_tids)]
+
+
+def pool_waits(futex: pd.DataFrame | None) -> pd.DataFrame:
+    """Of perf's classified futex waits, those for a resource peers hand back (``pool``)."""
+    if futex is None or futex.empty:
+        return pd.DataFrame(columns=["t", "tid", "uaddr", "dur"])
+    return futex[TextCodes(futex["kind"]).eq("pool")]
 
 
 def move_native_mutex_waits(

@@ -1,0 +1,81 @@
+"""Threads /proc never saw (shorter than two of its ticks), measured from perf's scheduler
+trace, and waits for a resource peers hand back (a connection pool made of a queue)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from diagnose.analyse import locks, threads, unseen
+from tests.unit.analysis import bundle_data, futex_table, run, ticks
+
+#: Python stacks: a request thread queueing on a plain lock, on a queue used as a
+#: connection pool, and a worker waiting for work on a queue
+LOCKED = ("run (threading.py:1)", "handle (app.py:5)")
+POOLED = ("run (threading.py:1)", "handle (app.py:9)", "Queue.get (queue.py:171)",
+          "Condition.wait (threading.py:327)")  # fmt: skip
+STACKS = {0: ("main (app.py:1)",), 1: LOCKED, 2: POOLED}
+N, LIFE, WAIT = 20, 0.05, 0.04  # 20 threads, each living 50 ms, 40 ms of it blocked
+
+
+def _capture(stack_id: int, waker: int | None = None) -> dict:
+    """/proc saw thread 1 run for 1 s (ticks every 0.2 s); perf saw 20 threads started
+    0.05 s apart, each running 5 ms, blocked 40 ms in a futex wait, running 5 ms, ending."""
+    t, tid, state, dur, wk, rows = [], [], [], [], [], []
+    iv = [(1, 0.0, 1.0, 0)]
+    for i in range(N):
+        start = 0.1 + 0.04 * i
+        who = 100 + i
+        t += [start + 0.005, start + LIFE]
+        tid += [who, who]
+        state += ["S", "X"]
+        dur += [WAIT, float("nan")]
+        wk += [waker if waker is not None else 100 + (i - 1 if i else 1), None]
+        rows.append({"t": start + 0.005, "tid": who, "uaddr": hex(0x7000 + 64 * i),
+                     "dur": WAIT, "waker": wk[-2]})  # fmt: skip
+        iv.append((who, start, start + LIFE, stack_id))
+    offcpu = pd.DataFrame({"t": t, "tid": tid, "cpu": 0, "state": state, "dur": dur,
+                           "cpu_in": 0, "runq": 0.0, "waker": wk, "stack_id": 0})  # fmt: skip
+    data = bundle_data(
+        ticks(1, [0.0, 0.2, 0.4, 0.6, 0.8, 1.0], step=0.2), iv, STACKS,
+        sched_offcpu=offcpu, sched_futex=futex_table(rows),
+        sched_stacks={0: ("__futex_abstimed_wait_common (libc.so.6)",)},
+    )  # fmt: skip
+    return run(data, threads.thread_states, unseen.unseen_threads, threads.thread_metrics,
+               locks.proc_locks).metrics  # fmt: skip
+
+
+def test_threads_proc_never_saw_join_the_busy_time():
+    # GIVEN request threads that each wait 40 ms on one lock (different wait words: the
+    # futex of a lock held in turn by short-lived threads) and live 50 ms
+    m = _capture(stack_id=1)
+    assert m["threads_unseen"] == N
+    # each thread from its first switch-out (the run before it is not in the trace): 40 ms
+    # blocked, 5 ms running; thread 1 ran all along
+    lock, running = N * WAIT, 1.0 + N * 0.005
+    assert m["busy_share_lock"] == pytest.approx(lock / (lock + running), abs=0.005)
+    assert m["busy_share_unseen_threads"] == pytest.approx(
+        N * (WAIT + 0.005) / (lock + running), abs=0.005
+    )
+    # the lock's waiters are the unseen threads, each on its own wait word, from one line
+    assert m["lock_top_site"] == "handle (app.py:5)" and m["lock_top_waiters"] == N
+
+
+def test_waits_for_work_handed_over_by_a_producer_stay_idle():
+    # near miss: the same threads wait in a queue's get, each woken by thread 1, which
+    # never waits there: waiting for work, not contention
+    m = _capture(stack_id=2, waker=1)
+    assert m["threads_unseen"] == N
+    assert m["busy_share_lock"] == 0.0
+    assert m["busy_share_running"] == 1.0
+
+
+def test_a_queue_whose_items_peers_hand_back_is_a_lock():
+    # GIVEN the same queue wait, each thread woken by the one before it, which had waited
+    # there too: a connection taken and given back (a pool of one)
+    m = _capture(stack_id=2)
+    lock = N * WAIT
+    assert m["busy_share_lock"] == pytest.approx(lock / (lock + 1.0 + N * 0.005), abs=0.005)
+    # per-wait lock words name nothing: the waits group by the code that asked for them
+    assert m["lock_top_site"] == "handle (app.py:9)"
+    assert m["lock_top_waiters"] == N
