@@ -13,6 +13,13 @@ by :func:`spawn`, which
   would stay ignored across exec and the child would outlive diagnose;
 - closes every descriptor but the ones passed, and gives it no stdin.
 
+No Python code runs between the fork and the exec: a lock another thread held at the fork
+(tracemalloc's, a logging handler's) would never be released in the child, which would hang
+there holding copies of every descriptor, the capture lock's included. The settings above
+are made by a small exec shim instead, :data:`SHIM`, run by this same interpreter (``-I
+-S``: no site, no environment) after the exec, which then executes the command in place
+(its PID stays the child's).
+
 PDEATHSIG reaches the child itself, not its own children; ``run`` adds a guard process for
 the user's command's whole group (diagnose/run.py). The signal follows the *thread* that
 started the child: children are started from threads that outlive them (the main thread,
@@ -27,9 +34,12 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import errno
 import os
+import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -43,9 +53,50 @@ with contextlib.suppress(OSError, TypeError):
     _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
 
+#: the shim: argv = parent, death signal (0: none), umask (-1: none), ptracer (0/1), the
+#: command's resolved path, then the command's argv
+SHIM = """import os, signal, sys
+parent, death, mask, ptracer = map(int, sys.argv[1:5])
+path, argv = sys.argv[5], sys.argv[6:]
+signal.pthread_sigmask(signal.SIG_SETMASK, ())
+for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ"):  # the interpreter ignores them: exec keeps that
+    if hasattr(signal, name):
+        signal.signal(getattr(signal, name), signal.SIG_DFL)
+if mask >= 0:
+    os.umask(mask)
+if death or ptracer:
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    if death:
+        signal.signal(death, signal.SIG_DFL)
+        libc.prctl(1, death, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+    if ptracer:
+        libc.prctl(0x59616D61, parent, 0, 0, 0)
+os.execv(path, argv)
+"""
+
+
+def _resolve(program: str, env: Any) -> str:
+    """``program``'s path as execvp would find it (the PATH of ``env``, else ours), raising
+    what Popen raises for a command that cannot run: the shim would only exit."""
+    search = (env if env is not None else os.environ).get("PATH", os.defpath)
+    found = shutil.which(program, path=search)
+    if found is not None:
+        return found
+    if os.sep in program and os.path.exists(program):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), program)
+    if os.sep not in program and any(
+        os.path.exists(os.path.join(d, program)) for d in search.split(os.pathsep) if d
+    ):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), program)
+    raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+
+
 def _setup(
     parent: int, death_signal: int | None, umask: int | None, ptracer: bool
-) -> None:  # runs in the child between fork and exec: async-signal-safe calls only
+) -> None:  # runs in the child between fork and exec: where there is no interpreter to exec
     if umask is not None:
         os.umask(umask)
     # exec keeps the signal mask: diagnose holds SIGINT/SIGTERM/SIGHUP while it starts or
@@ -77,14 +128,21 @@ def spawn(
     outlive diagnose to clean up after it). Other keywords go to :class:`subprocess.Popen`;
     its errors (``OSError``) are the caller's to word."""
     parent = os.getpid()
-    proc = subprocess.Popen(
-        list(argv),
-        stdin=stdin,
-        start_new_session=True,
-        close_fds=True,
-        preexec_fn=lambda: _setup(parent, death_signal, umask, ptracer),
-        **popen,
-    )
+    argv = list(argv)
+    if not sys.executable:  # an embedded interpreter: nothing to run the shim with
+        return subprocess.Popen(
+            argv,
+            stdin=stdin,
+            start_new_session=True,
+            close_fds=True,
+            preexec_fn=lambda: _setup(parent, death_signal, umask, ptracer),
+            **popen,
+        )
+    path = _resolve(argv[0], popen.get("env"))
+    flags = [str(parent), str(int(death_signal or 0)), str(-1 if umask is None else umask)]
+    shim = [sys.executable, "-I", "-S", "-c", SHIM, *flags, str(int(ptracer)), path, *argv]
+    proc = subprocess.Popen(shim, stdin=stdin, start_new_session=True, close_fds=True, **popen)
+    proc.args = argv  # what was run, as the caller named it
     return proc
 
 

@@ -100,3 +100,26 @@ def test_a_short_command_is_killed_at_its_timeout():
 def test_a_short_command_gives_its_output_and_status():
     res = run([sys.executable, "-c", "import sys; print('out'); sys.exit(3)"], timeout=30)
     assert (res.returncode, res.stdout) == (3, "out\n")
+
+
+HELD_AT_FORK = """
+import os, sys, threading, time
+from diagnose.spawn import run
+lock = threading.Lock()
+lock.acquire()  # held by this thread for good: a fork's child can never take it
+# Python code run in the child between fork and exec would take it, as tracemalloc's hooks
+# take theirs, and hang there (holding a copy of every descriptor, the capture lock's too)
+os.register_at_fork(after_in_child=lock.acquire)
+done = run(["true"], timeout=5)
+print("exit", done.returncode, flush=True)
+"""
+
+
+def test_no_python_runs_between_fork_and_exec():
+    # GIVEN a lock held at the fork that Python code in the child would wait on forever
+    res = subprocess.run(
+        [sys.executable, "-c", HELD_AT_FORK], capture_output=True, text=True, timeout=20,
+        cwd=ROOT,
+    )  # fmt: skip
+    # THEN the child execs anyway: its settings are made by the shim after the exec
+    assert res.stdout.strip() == "exit 0", res.stderr
