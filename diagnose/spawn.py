@@ -68,7 +68,8 @@ if death or ptracer:
     import ctypes
     libc = ctypes.CDLL(None, use_errno=True)
     if death:
-        signal.signal(death, signal.SIG_DFL)
+        if death not in (signal.SIGKILL, signal.SIGSTOP):  # (those have no handler to reset)
+            signal.signal(death, signal.SIG_DFL)
         libc.prctl(1, death, 0, 0, 0)
         if os.getppid() != parent:
             os._exit(1)
