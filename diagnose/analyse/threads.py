@@ -501,8 +501,11 @@ def _peer_handbacks(fx: pd.DataFrame) -> None:
     """A wait for an item (``condition``) that a thread waiting at the same Python stack
     ended is a wait for a resource its peers take and give back (a connection pool made of
     a queue): ``pool``, counted as lock contention. Work handed over by a producer, which
-    never waits there itself, stays a wait for work."""
+    never waits there itself, stays a wait for work. A wait that timed out was handed
+    nothing: its wakeup is the timer's, credited to whichever thread the CPU was running."""
     cond = TextCodes(fx["kind"]).eq("condition") & (fx["py_sid"] >= 0)
+    if "ret" in fx:
+        cond &= (pd.to_numeric(fx["ret"], errors="coerce") == 0).to_numpy()
     if not cond.any():
         return
     tids, sids = fx.loc[cond, "tid"].astype(int), fx.loc[cond, "py_sid"].astype(int)

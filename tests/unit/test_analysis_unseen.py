@@ -18,7 +18,7 @@ STACKS = {0: ("main (app.py:1)",), 1: LOCKED, 2: POOLED}
 N, LIFE, WAIT = 20, 0.05, 0.04  # 20 threads, each living 50 ms, 40 ms of it blocked
 
 
-def _capture(stack_id: int, waker: int | None = None) -> dict:
+def _capture(stack_id: int, waker: int | None = None, ret: int = 0) -> dict:
     """/proc saw thread 1 run for 1 s (ticks every 0.2 s); perf saw 20 threads started
     0.05 s apart, each running 5 ms, blocked 40 ms in a futex wait, running 5 ms, ending."""
     t, tid, state, dur, wk, rows = [], [], [], [], [], []
@@ -32,7 +32,7 @@ def _capture(stack_id: int, waker: int | None = None) -> dict:
         dur += [WAIT, float("nan")]
         wk += [waker if waker is not None else 100 + (i - 1 if i else 1), None]
         rows.append({"t": start + 0.005, "tid": who, "uaddr": hex(0x7000 + 64 * i),
-                     "dur": WAIT, "waker": wk[-2]})  # fmt: skip
+                     "dur": WAIT, "waker": wk[-2], "ret": ret})  # fmt: skip
         iv.append((who, start, start + LIFE, stack_id))
     offcpu = pd.DataFrame({"t": t, "tid": tid, "cpu": 0, "state": state, "dur": dur,
                            "cpu_in": 0, "runq": 0.0, "waker": wk, "stack_id": 0})  # fmt: skip
@@ -79,3 +79,11 @@ def test_a_queue_whose_items_peers_hand_back_is_a_lock():
     # per-wait lock words name nothing: the waits group by the code that asked for them
     assert m["lock_top_site"] == "handle (app.py:9)"
     assert m["lock_top_waiters"] == N
+
+
+def test_a_timed_out_wait_is_no_hand_back():
+    # near miss: the same queue waits ending by their timeout (a paced worker's Event.wait),
+    # the timer's wakeup credited to a peer that happened to be on the CPU: nothing was
+    # handed back, and the waits stay waits for work
+    m = _capture(stack_id=2, ret=-110)  # -ETIMEDOUT
+    assert m["busy_share_lock"] == 0.0
