@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+cd "$(dirname "$0")"
+V=$1; S=${2:-12}
+exec /work/main/.venv/bin/python harness.py "$V" "$S" --port 18511 --users 8 --env SVC_PORT=18511 --env SVC_LIFETIME=$((S+60)) \
+  --env-a SVC_JPEG_DRAFT=0 --env-b SVC_JPEG_DRAFT=1 -- /work/main/.venv/bin/python service.py

@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+cd "$(dirname "$0")"
+V=$1; S=${2:-12}
+exec /work/main/.venv/bin/python harness.py "$V" "$S" --port 18561 --users 6 --env SVC_PORT=18561 --env SVC_LIFETIME=$((S+60)) \
+  --env OPENBLAS_NUM_THREADS=1 --env-a SVC_INDEX_DTYPE=float64 --env-b SVC_INDEX_DTYPE=float32 -- /work/main/.venv/bin/python service.py
