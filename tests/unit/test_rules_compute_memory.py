@@ -321,3 +321,18 @@ def test_a_stage_of_its_own_code_stays_preprocessing():
     m = healthy(**{**FRESH_COPIES, "oncpu_source": "py-spy", "kernel_share_memory": None,
                    "kernel_share_allocator": None, "kernel_share_compute": None})  # fmt: skip
     assert when("preprocess.heavy", m) is True
+
+
+def test_fresh_buffers_on_threads_that_mostly_wait_for_a_core_are_the_allocator():
+    # GIVEN blind batch 7's s07: 2 uvicorn workers build ~35 MB of fresh arrays per request
+    # on 2 cores; 57% of the CPU in page faults and malloc, its threads ran 29% of their busy
+    # time and waited for a core 69%
+    m = healthy(**{**FRESH_COPIES, "busy_threads_mean": 3.09, "busy_share_running": 0.293,
+                   "busy_share_runnable": 0.688, "kernel_share_allocator": 0.568,
+                   "kernel_share_memory": 0.189, "minflt_per_s": 53000.0})  # fmt: skip
+    # THEN their demand for the CPU is that traffic's (was: no rule, "unknown")
+    expect(m, "memory_bandwidth", "allocator")
+    # near miss: threads that mostly wait on something else do not want the CPU
+    m = {**m, "busy_share_runnable": 0.15, "busy_share_lock": 0.5}
+    assert when("memory_bandwidth.allocator", m) is False
+    assert when("memory_bandwidth.memory_bound_kernels", {**m, "kernel_share_memory": 0.6}) is False
