@@ -9,7 +9,9 @@ tick before, when the thread was runnable at the end):
   CPython keeps the GIL;
 - ``lock``: any other futex wait of a Python thread whose leaf frame is not a queue,
   condition or event wait (rules/frames.toml ``[waits]``), e.g. ``with MODEL_LOCK:``; and a
-  futex wait of a native thread that perf saw waiting for a mutex;
+  futex wait of a native thread that perf saw waiting for a mutex; and a wait at a queue
+  whose items peers hand back (a connection pool), by perf's trace and, past the trace's
+  end, by the share of hand-backs it saw at that Python stack;
 - ``io``: uninterruptible sleep (disk), socket/pipe/file reads and writes, or a wait whose
   leaf frame is in an HTTP/database client;
 - ``idle``: sleeping, waiting for work (queue, condition, event, accept, epoll with no
@@ -206,6 +208,7 @@ def thread_time(
             moved += move_native_mutex_waits(iv, mutex[mutex["tid"].isin(chunk)], native, mutexes)
         for tid in sorted(set(pool["tid"].tolist()) & set(chunk.tolist())):
             pooled += _move_overlap(iv, tid, pool[pool["tid"] == tid])
+        pooled += move_untraced_pool_waits(iv, futex)
         ivs.append(iv)
         pers.append(_per_thread(df, iv, data, data.python_tids))
     iv = pd.concat(ivs, ignore_index=True) if len(ivs) > 1 else ivs[0]
@@ -537,6 +540,51 @@ def pool_waits(futex: pd.DataFrame | None) -> pd.DataFrame:
     if futex is None or futex.empty:
         return pd.DataFrame(columns=["t", "tid", "uaddr", "dur"])
     return futex[TextCodes(futex["kind"]).eq("pool")]
+
+
+#: waits perf saw at a Python stack before its hand-back share there stands for the stack
+MIN_TRACED_WAITS = 5
+
+
+def pool_share_by_stack(futex: pd.DataFrame | None) -> dict[int, float]:
+    """Per Python stack (``py_sid``), the share of the traced wait time there that peers
+    handed back (``pool``) against waits for work (``condition``), for stacks perf saw
+    waiting at least MIN_TRACED_WAITS times with some hand-back."""
+    if futex is None or futex.empty or "py_sid" not in futex:
+        return {}
+    kind = TextCodes(futex["kind"])
+    fx = futex[(kind.eq("pool") | kind.eq("condition")) & (futex["py_sid"] >= 0)]
+    if fx.empty:
+        return {}
+    dur = fx["dur"].astype(float)
+    pooled = dur.where(TextCodes(fx["kind"]).eq("pool"), 0.0)
+    g = pd.DataFrame({"sid": fx["py_sid"].astype(int), "dur": dur, "pool": pooled})
+    agg = g.groupby("sid").agg(n=("dur", "size"), dur=("dur", "sum"), pool=("pool", "sum"))
+    agg = agg[(agg["n"] >= MIN_TRACED_WAITS) & (agg["pool"] > 0) & (agg["dur"] > 0)]
+    shares = (agg["pool"] / agg["dur"]).tolist()
+    return dict(zip(agg.index.astype(int).tolist(), shares, strict=True))
+
+
+def move_untraced_pool_waits(iv: pd.DataFrame, futex: pd.DataFrame | None) -> float:
+    """Where perf's trace ended before the window did (it stops at its event budget), a
+    wait at a Python stack whose traced waits peers mostly handed back is the same wait:
+    that stack's share of hand-backs moves the idle time outside the trace to lock.
+    Returns the seconds moved."""
+    share = pool_share_by_stack(futex)
+    if not share or futex is None:
+        return 0.0
+    start = float(futex["t"].min())
+    end = float((futex["t"] + futex["dur"]).max())
+    b = iv["t"].to_numpy(dtype=float)
+    a = b - iv["dt"].to_numpy(dtype=float)
+    covered = np.clip(np.minimum(b, end) - np.maximum(a, start), 0.0, None)
+    untraced = np.clip(1.0 - covered / np.maximum(b - a, 1e-9), 0.0, 1.0)
+    frac = iv["wait_stack"].map(share).fillna(0.0).to_numpy(dtype=float)
+    idle = iv["idle"].to_numpy(dtype=float)
+    shift = idle * untraced * frac
+    iv["idle"] = idle - shift
+    iv["lock"] = iv["lock"].to_numpy(dtype=float) + shift
+    return float(shift.sum())
 
 
 def move_native_mutex_waits(

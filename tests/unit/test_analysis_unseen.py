@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from diagnose.analyse import locks, threads, unseen
-from tests.unit.analysis import bundle_data, futex_table, run, ticks
+from tests.unit.analysis import FUTEX, bundle_data, futex_table, run, ticks
 
 #: Python stacks: a request thread queueing on a plain lock, on a queue used as a
 #: connection pool, and a worker waiting for work on a queue
@@ -87,3 +87,33 @@ def test_a_timed_out_wait_is_no_hand_back():
     # handed back, and the waits stay waits for work
     m = _capture(stack_id=2, ret=-110)  # -ETIMEDOUT
     assert m["busy_share_lock"] == 0.0
+
+
+def _pool_of_two(waker_of: dict[int, int], traced_until: float = 0.5) -> dict:
+    """/proc saw threads 1 and 2 for 2 s, each on a CPU 10% of it and otherwise blocked in a
+    futex wait at a queue's get (POOLED); perf's trace stopped at ``traced_until`` (its event
+    budget), having seen their waits there, each ended by ``waker_of[tid]``."""
+    rows, fx = [], []
+    for tid in (1, 2):
+        rows += ticks(tid, [0.02 * i for i in range(11)], state="S", step=0.2,
+                      syscall=FUTEX, arg0=hex(0x9000 + tid))  # fmt: skip
+        fx += [{"t": 0.1 * i, "tid": tid, "uaddr": hex(0x9000 + tid), "dur": 0.09,
+                "waker": waker_of[tid], "ret": 0} for i in range(round(traced_until / 0.1))]  # fmt: skip
+    data = bundle_data(rows, [(1, 0.0, 2.0, 2), (2, 0.0, 2.0, 2)], STACKS,
+                       sched_futex=futex_table(fx))  # fmt: skip
+    return run(data, threads.thread_states, threads.thread_metrics).metrics
+
+
+def test_waits_past_the_trace_at_a_stack_whose_traced_waits_were_hand_backs_are_lock():
+    # GIVEN two threads handing one connection back and forth (batch 7's s03: a queue of
+    # one connection, perf's trace stopped 3 s into the 10 s window at its event budget)
+    m = _pool_of_two({1: 2, 2: 1})
+    # THEN their waits after the trace are the same waits: lock, not idle, all window long
+    # (was 0.69: only the traced quarter counted)
+    assert m["busy_share_lock"] == pytest.approx(0.9, abs=0.01)
+    # near miss: handed work by a producer (thread 9) that never waits there: idle all along
+    m = _pool_of_two({1: 9, 2: 9})
+    assert m["busy_share_lock"] == 0.0
+    # near miss: too few traced waits to speak for the stack: only the traced part moves
+    m = _pool_of_two({1: 2, 2: 1}, traced_until=0.2)
+    assert m["busy_share_lock"] == pytest.approx(0.18 / (0.18 + 0.2), abs=0.01)

@@ -42,7 +42,10 @@ FR = frame_rules()
         # einsum's own contraction loop reuses its operands (arithmetic, optimize=True is the
         # fix); a dot or a GEMV reads each element once (memory)
         (("pool (svc.py:44)", "double_sum_of_products_muladd (_multiarray_umath.so)"), "compute"),
-        (("pool (svc.py:44)", "FLOAT_sum_of_products_contig_two (_multiarray_umath.so)"), "compute"),
+        (
+            ("pool (svc.py:44)", "FLOAT_sum_of_products_contig_two (_multiarray_umath.so)"),
+            "compute",
+        ),
         (("pool (svc.py:49)", "DOUBLE_dot (_multiarray_umath.so)"), "memory"),
         (("pool (svc.py:49)", "sgemv_kernel_4x8 (libscipy_openblas64_.so)"), "memory"),
         (("predict (serve.py:20)", "_int_malloc (libc.so.6)"), "allocator"),

@@ -54,7 +54,12 @@ def test_own_threads_outnumbering_the_cores_is_oversubscription():
     assert when("scheduling.oversubscription", m) is True
     assert when("scheduling.cpu_contention", m) is False
     v = expect(m, "scheduling", "oversubscription")
-    assert v.confidence > 0.7
+    # py-spy alone cannot rule out memory traffic from threads that want the CPU: said, and
+    # the confidence a little lower than where perf measured the kernels
+    assert any("memory_bandwidth.allocator" in n for n in v.confidence_notes)
+    measured = {"kernel_share_allocator": 0.0, "kernel_share_memory": 0.0}
+    assert v.confidence < expect({**m, **measured}, "scheduling", "oversubscription").confidence
+    assert expect({**m, **measured}, "scheduling", "oversubscription").confidence > 0.7
 
 
 # measured on the zoo's mixed_pillow_convnet: six requests at once in FastAPI's threadpool,
