@@ -48,6 +48,21 @@ def attach_json(pid: int, out: Path, seconds: float = 5) -> dict[str, Any]:
     return report
 
 
+def attach_to_target(target: str, mode: str, out: Path) -> dict[str, Any]:
+    """Start ``python TARGET MODE 60`` (a test target that prints "ready" once loaded),
+    :func:`attach_json` to it into ``out``, and end it."""
+    proc = subprocess.Popen(
+        [sys.executable, target, mode, "60"], stdout=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().startswith("ready")
+        return attach_json(proc.pid, out)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def flat(text: str) -> str:
     """``text`` with every run of whitespace one space: diagnose wraps its summaries to the
     width, so a phrase may break across lines wherever the figures before it end."""

@@ -7,30 +7,19 @@ busy neighbour the run-queue wait may outrank them."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import ROOT
-from tests.e2e.cli import attach_json
+from tests.e2e.cli import attach_to_target
 
 pytestmark = pytest.mark.e2e
 TARGET = str(ROOT / "tests" / "targets" / "memory_traffic.py")
 
 
 def _capture(tmp_path: Path, mode: str) -> tuple[dict, set[str]]:
-    proc = subprocess.Popen(
-        [sys.executable, TARGET, mode, "60"], stdout=subprocess.PIPE, text=True,
-        start_new_session=True,
-    )  # fmt: skip
-    try:
-        assert proc.stdout is not None and proc.stdout.readline().startswith("ready")
-        report = attach_json(proc.pid, tmp_path / mode)
-    finally:
-        proc.kill()
-        proc.wait()
+    report = attach_to_target(TARGET, mode, tmp_path / mode)
     return report["metrics"], {f["id"] for f in report["findings"]}
 
 

@@ -6,30 +6,19 @@ same pieces on a pool created once start no thread."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import ROOT
-from tests.e2e.cli import attach_json
+from tests.e2e.cli import attach_to_target
 
 pytestmark = pytest.mark.e2e
 TARGET = str(ROOT / "tests" / "targets" / "thread_per_piece.py")
 
 
 def _capture(tmp_path: Path, mode: str) -> dict:
-    proc = subprocess.Popen(
-        [sys.executable, TARGET, mode, "60"], stdout=subprocess.PIPE, text=True,
-        start_new_session=True,
-    )  # fmt: skip
-    try:
-        assert proc.stdout is not None and proc.stdout.readline().startswith("ready")
-        return attach_json(proc.pid, tmp_path / mode)
-    finally:
-        proc.kill()
-        proc.wait()
+    return attach_to_target(TARGET, mode, tmp_path / mode)
 
 
 def _fanout(report: dict) -> dict | None:
