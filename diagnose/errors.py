@@ -121,7 +121,13 @@ class BadRules(DiagnoseError):
 
 
 class Busy(DiagnoseError):
+    """``holder``: the PID the kernel names as the lock's owner, where it says."""
+
     exit_code = ExitCode.BUSY
+
+    def __init__(self, message: str, holder: int | None = None) -> None:
+        super().__init__(message)
+        self.holder = holder
 
 
 class LoadGeneratorError(DiagnoseError):

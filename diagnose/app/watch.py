@@ -17,6 +17,7 @@ the capture whole, with a comparison against the last capture before the drift b
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 import time
@@ -152,7 +153,7 @@ class Watcher:
         except TargetError as exc:
             return WatchEnd("target_exited", self.captures, one_line(exc, 300))
         except Busy as exc:  # another diagnose captures it now: this turn is skipped
-            self.on_stored(Stored(None, note=f"skipped: {one_line(exc, 200)}"))
+            self.on_stored(Stored(None, note=f"skipped: {_busy_note(exc, pid)}"))
             return None
         cap = result.manifest.capture
         assert result.writer is not None
@@ -268,6 +269,28 @@ class Target:
     argv: tuple[str, ...] = ()
     warmup: float = 1.0
     grace: float = 5.0
+
+
+def _busy_note(exc: Busy, pid: int) -> str:
+    """Why a turn was skipped. A capture lock this very process made is its own earlier
+    capture's, kept open by a process it left behind: those end here (none of them is the
+    target or under it), so that the next turn can capture."""
+    if exc.holder != os.getpid():
+        return one_line(exc, 200)
+    try:
+        target = {pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))}
+    except psutil.Error:
+        target = {pid}
+    left = [c for c in psutil.Process().children(recursive=True) if c.pid not in target]
+    for c in left:
+        with contextlib.suppress(psutil.Error):
+            c.kill()
+    psutil.wait_procs(left, timeout=5)
+    pids = ", ".join(str(c.pid) for c in left) or "none found"
+    return (
+        f"this watch's own earlier capture of PID {pid} still held its lock; "
+        f"processes it left behind ended: {pids}"
+    )
 
 
 def watch(

@@ -132,7 +132,8 @@ class _TargetLock:
             raise Busy(
                 f"another diagnose capture of PID {self.pid} is running"
                 + (f" (diagnose PID {holder})" if holder else "")
-                + "; wait for it to finish"
+                + "; wait for it to finish",
+                holder=holder,
             ) from None
         self.sock = sock
 

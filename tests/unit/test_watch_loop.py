@@ -6,7 +6,9 @@ documented. The real captures are tests/e2e/test_watch.py's."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from diagnose.bundle.manifest import Manifest
 from diagnose.bundle.safedir import SafeDir
 from diagnose.bundle.writer import BundleWriter
 from diagnose.cli.common import make_options
+from diagnose.collect import session
 from diagnose.collect.session import CaptureResult
 from diagnose.collect.target import Target
 from diagnose.errors import Busy, TargetError
@@ -104,3 +107,38 @@ def test_a_target_gone_between_captures_ends_the_wait(tmp_path, monkeypatch):
     with Store.create(tmp_path / "store") as store:
         end = Watcher(plan, store).run(1, lambda: False)
     assert (end.reason, end.captures) == ("target_exited", 1)
+
+
+def test_its_own_capture_lock_held_by_a_process_it_left_behind_is_freed(tmp_path, monkeypatch):
+    # GIVEN this process's capture lock on a target, its socket inherited by a child (an
+    # earlier capture's process left behind) and closed here: the kernel still holds it
+    target = subprocess.Popen(["sleep", "60"])
+    lock = session._TargetLock(target.pid)
+    lock.acquire()
+    assert lock.sock is not None
+    leftover = subprocess.Popen(["sleep", "60"], pass_fds=(lock.sock.fileno(),))
+    lock.release()
+
+    def locked() -> str:  # the real lock, as capture() takes it
+        session._TargetLock(target.pid).acquire()
+        return "duration"
+
+    script: list[Any] = []
+    monkeypatch.setattr(loop, "capture", _fake_capture(script))
+    try:
+        with pytest.raises(Busy) as busy:
+            locked()
+        assert busy.value.holder == os.getpid()
+        note = loop._busy_note(busy.value, target.pid)
+        # THEN the turn says whose lock it was, and ends the process left behind (never the
+        # target), so that the next turn captures
+        assert note.startswith("this watch's own earlier capture") and str(leftover.pid) in note
+        leftover.wait(timeout=5)  # ended (and reaped by the watch) long before its 60 s
+        assert target.poll() is None
+        assert locked() == "duration"
+        # near miss: another diagnose's lock is named as such and nothing is ended
+        assert loop._busy_note(Busy("another diagnose", holder=1), target.pid) == "another diagnose"
+    finally:
+        for p in (target, leftover):
+            p.kill()
+            p.wait()
