@@ -173,7 +173,13 @@ class LaunchedCommand:
         with LaunchedCommand._live_lock:
             LaunchedCommand._live += 1
         self._counted = True
-        self._start_guard()
+        try:
+            self._start_guard()
+        except BaseException:
+            # a signal another thread of ours took (the held mask is this thread's alone)
+            # runs its handler here: the command must not outlive it unguarded
+            self.stop(grace=2.0, capture_ended=False)
+            raise
 
     @property
     def pid(self) -> int:
