@@ -476,6 +476,11 @@ class FrameRules:
 _SOCKET_MODULES = ("socket.py", "ssl.py", "selectors.py", "io.py", "_pyio.py")
 
 
+def in_socket_module(frame: str) -> bool:
+    """Is this Python frame in a module a socket read or write goes through?"""
+    return bool(frame) and split_frame(frame)[1].endswith(_SOCKET_MODULES)
+
+
 def waiting_caller(stack: Stack) -> str:
     """The code that asked for a wait: the leaf-most Python frame outside the modules a
     socket read or write goes through (socket.py, ssl.py, selectors.py, io.py); "" if none."""

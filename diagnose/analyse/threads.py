@@ -13,7 +13,8 @@ tick before, when the thread was runnable at the end):
   whose items peers hand back (a connection pool), by perf's trace and, past the trace's
   end, by the share of hand-backs it saw at that Python stack;
 - ``io``: uninterruptible sleep (disk), socket/pipe/file reads and writes, or a wait whose
-  leaf frame is in an HTTP/database client;
+  leaf frame is in an HTTP/database client (not a futex wait under a socket module's
+  frame: a socket read never waits there, so that frame is from before the thread moved on);
 - ``idle``: sleeping, waiting for work (queue, condition, event, accept, epoll with no
   I/O frame), and the other futex waits of native threads (pools parked between jobs);
 - ``other``: stopped, or blocked in a call we do not classify.
@@ -31,7 +32,13 @@ import numpy as np
 import pandas as pd
 
 from diagnose.analyse.arch import Syscalls
-from diagnose.analyse.frames import FrameRules, python_leaf, user_leaf, waiting_caller
+from diagnose.analyse.frames import (
+    FrameRules,
+    in_socket_module,
+    python_leaf,
+    user_leaf,
+    waiting_caller,
+)
 from diagnose.analyse.joins import TextCodes, map_distinct, python_stack_at, select_text
 from diagnose.analyse.load import BundleData
 from diagnose.analyse.model import BUSY_STATES, STATES, Context, ThreadTime, ratio, rounded
@@ -243,6 +250,10 @@ def _thread_intervals(
     # waiting for one's own clients is idle (client-bound), never a dependency
     leaf_kind = stack_kind.where(stack_kind != "client", "idle")
     has_py = df["tid"].isin(data.python_tids)
+    # a socket read never waits in futex(): where the kernel says futex, that frame is a
+    # sample from before the thread moved on (py-spy samples slower than /proc ticks)
+    in_socket = pd.Series(map_distinct(df["py_leaf"], in_socket_module), index=df.index)
+    leaf_kind = leaf_kind.where(~(in_socket.astype(bool) & leaf_kind.eq("io")), "stale_io")
     df["wait_class"] = classify_waits(df, leaf_kind, has_py, data.gil_range, calls)
     return _intervals(df, calls)
 
@@ -354,7 +365,8 @@ def classify_waits(
     if gil is not None:
         in_gil = futex & (addr >= gil[0]) & (addr < gil[1])
     lk = TextCodes(leaf_kind)
-    idle, io = lk.eq("idle"), lk.eq("io")
+    idle, io = lk.eq("idle"), lk.eq("io") | lk.eq("stale_io")
+    stale = lk.eq("stale_io")  # an I/O frame the kernel contradicts (a futex wait)
     # the kernel's word on a socket wait (collect/sockwait.py) outranks the frame's name
     sock = TextCodes(text_column(df, "sock"))
     on_socket = sc.isin(calls.io) | sc.isin(calls.poll)
@@ -363,6 +375,7 @@ def classify_waits(
         state.eq("D"),
         in_gil,
         futex & idle,
+        futex & stale,
         futex & io,
         futex & has_py & leaf_kind.notna(),
         futex & has_py,
@@ -377,8 +390,8 @@ def classify_waits(
         sc.isin(calls.sleep),
         state.eq("R"),
     ]
-    choices = ["other", "io", "gil", "idle", "io", "lock", "other", "idle", "idle", "io", "idle",
-               "idle", "io", "io", "idle", "idle", "runnable"]  # fmt: skip
+    choices = ["other", "io", "gil", "idle", "other", "io", "lock", "other", "idle", "idle", "io",
+               "idle", "idle", "io", "io", "idle", "idle", "runnable"]  # fmt: skip
     return select_text(conds, choices, "other", df.index)
 
 

@@ -152,3 +152,25 @@ def test_a_loop_polling_clients_while_a_dependency_awaits_is_io_and_counted_as_t
     # near miss: blocked on the dependency alone is I/O that is not a loop's
     m = _waiting(OWN_CLIENT, POLL, "out")
     assert m["busy_share_io"] > 0.9 and m["busy_share_io_loop"] == 0.0
+
+
+FUTEX = 202  # x86_64
+#: an HTTP client that waits in futex() inside its own library (a connection pool's condition)
+POOLED_CLIENT = (
+    "do_POST (app.py:40)",
+    "Session.get (/venv/lib/python3.11/site-packages/requests/sessions.py:602)",
+)
+
+
+def test_a_futex_wait_under_a_socket_read_frame_is_a_sample_the_thread_has_left():
+    # GIVEN batch 7's s03: request threads take turns on one connection; py-spy's last
+    # sample of a thread was its socket read, /proc now sees it blocked in futex() (its
+    # next turn in the queue): a socket read never waits there
+    m = _waiting(DEPENDENCY, FUTEX, "")
+    # THEN that wait is not I/O (was: all of it)
+    assert m["busy_share_io"] == 0.0
+    # near miss: a client library's frame may wait in futex() (its pool): still I/O
+    m = _waiting(POOLED_CLIENT, FUTEX, "")
+    assert m["busy_share_io"] > 0.9
+    # near miss: the same socket frame with the kernel in recvfrom: I/O
+    assert _waiting(DEPENDENCY, RECVFROM, "")["busy_share_io"] > 0.9
