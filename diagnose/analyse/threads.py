@@ -35,7 +35,9 @@ from diagnose.analyse.arch import Syscalls
 from diagnose.analyse.frames import (
     FrameRules,
     in_socket_module,
+    is_native_frame,
     python_leaf,
+    split_frame,
     user_leaf,
     waiting_caller,
 )
@@ -509,17 +511,36 @@ def futex_waits(data: BundleData, frames: FrameRules) -> pd.DataFrame | None:
             )
     fx["kind"] = np.array(kinds, dtype=object)[by_key.ngroup().to_numpy()]
     fx["py_sid"] = py_ids
-    _peer_handbacks(fx)
+    machinery = {
+        int(sid)
+        for sid in set(py_ids.tolist())
+        if sid >= 0 and _waits_in_machinery(frames, data.py_stacks.get(int(sid), ()))
+    }
+    _peer_handbacks(fx, machinery)
     return fx.drop(columns=["_addr", "_op"])
 
 
-def _peer_handbacks(fx: pd.DataFrame) -> None:
+def _waits_in_machinery(frames: FrameRules, stack: Stack) -> bool:
+    """Is the code that asked for this wait (the leaf-most Python frame outside threading
+    and queue) the serving machinery's, a thread pool's worker loop taking its next job?"""
+    for frame in reversed(stack):
+        if is_native_frame(frame) or split_frame(frame)[1].endswith(("threading.py", "queue.py")):
+            continue
+        return frames.is_serving(frame)
+    return False
+
+
+def _peer_handbacks(fx: pd.DataFrame, machinery: set[int]) -> None:
     """A wait for an item (``condition``) that a thread waiting at the same Python stack
     ended is a wait for a resource its peers take and give back (a connection pool made of
     a queue): ``pool``, counted as lock contention. Work handed over by a producer, which
-    never waits there itself, stays a wait for work. A wait that timed out was handed
-    nothing: its wakeup is the timer's, credited to whichever thread the CPU was running."""
+    never waits there itself, stays a wait for work, and so does a wait the serving
+    machinery asked for (``machinery``: a thread pool's workers waiting for their next job
+    wake each other as they take jobs). A wait that timed out was handed nothing: its
+    wakeup is the timer's, credited to whichever thread the CPU was running."""
     cond = TextCodes(fx["kind"]).eq("condition") & (fx["py_sid"] >= 0)
+    if machinery:
+        cond &= ~fx["py_sid"].isin(machinery).to_numpy()
     if "ret" in fx:
         cond &= (pd.to_numeric(fx["ret"], errors="coerce") == 0).to_numpy()
     if not cond.any():

@@ -14,7 +14,10 @@ from tests.unit.analysis import FUTEX, bundle_data, futex_table, run, ticks
 LOCKED = ("run (threading.py:1)", "handle (app.py:5)")
 POOLED = ("run (threading.py:1)", "handle (app.py:9)", "Queue.get (queue.py:171)",
           "Condition.wait (threading.py:327)")  # fmt: skip
-STACKS = {0: ("main (app.py:1)",), 1: LOCKED, 2: POOLED}
+#: a thread pool's worker loop waiting for its next job (a C SimpleQueue: no frame below it)
+WORKER = ("Thread._bootstrap (threading.py:1)",
+          "_worker (/usr/lib/python3.11/concurrent/futures/thread.py:81)")  # fmt: skip
+STACKS = {0: ("main (app.py:1)",), 1: LOCKED, 2: POOLED, 3: WORKER}
 N, LIFE, WAIT = 20, 0.05, 0.04  # 20 threads, each living 50 ms, 40 ms of it blocked
 
 
@@ -79,6 +82,14 @@ def test_a_queue_whose_items_peers_hand_back_is_a_lock():
     # per-wait lock words name nothing: the waits group by the code that asked for them
     assert m["lock_top_site"] == "handle (app.py:9)"
     assert m["lock_top_waiters"] == N
+
+
+def test_a_thread_pool_s_workers_waking_each_other_wait_for_work():
+    # near miss (batch 8's s03): gunicorn gthread's pool workers, each woken by the one
+    # before, at their loop's line taking the next job: the serving machinery waiting for
+    # work, not a resource handed back (it read lock/mutex 0.42; labelled lock/gil)
+    m = _capture(stack_id=3)
+    assert m["busy_share_lock"] == 0.0
 
 
 def test_a_timed_out_wait_is_no_hand_back():
