@@ -208,6 +208,7 @@ def thread_time(
     mutex = native_mutex_waits(futex, data.python_tids)
     mutexes = set(mutex["uaddr"].astype(str))
     pool = pool_waits(futex)
+    shares = pool_share_by_stack(futex)
     for chunk in np.array_split(tids, min(parts, len(tids))):
         part = threads[threads["tid"].isin(chunk)] if parts > 1 else threads
         df = part.sort_values(["tid", "t"]).reset_index(drop=True)
@@ -217,7 +218,7 @@ def thread_time(
             moved += move_native_mutex_waits(iv, mutex[mutex["tid"].isin(chunk)], native, mutexes)
         for tid in sorted(set(pool["tid"].tolist()) & set(chunk.tolist())):
             pooled += _move_overlap(iv, tid, pool[pool["tid"] == tid])
-        pooled += move_untraced_pool_waits(iv, futex)
+        pooled += move_untraced_pool_waits(iv, futex, shares)
         ivs.append(iv)
         pers.append(_per_thread(df, iv, data, data.python_tids))
     iv = pd.concat(ivs, ignore_index=True) if len(ivs) > 1 else ivs[0]
@@ -599,12 +600,13 @@ def pool_share_by_stack(futex: pd.DataFrame | None) -> dict[int, float]:
     return dict(zip(agg.index.astype(int).tolist(), shares, strict=True))
 
 
-def move_untraced_pool_waits(iv: pd.DataFrame, futex: pd.DataFrame | None) -> float:
+def move_untraced_pool_waits(
+    iv: pd.DataFrame, futex: pd.DataFrame | None, share: dict[int, float]
+) -> float:
     """Where perf's trace ended before the window did (it stops at its event budget), a
-    wait at a Python stack whose traced waits peers mostly handed back is the same wait:
-    that stack's share of hand-backs moves the idle time outside the trace to lock.
-    Returns the seconds moved."""
-    share = pool_share_by_stack(futex)
+    wait at a Python stack whose traced waits peers handed back is the same wait: that
+    stack's share of hand-backs (``share``, :func:`pool_share_by_stack`) moves the idle
+    time outside the trace to lock. Returns the seconds moved."""
     if not share or futex is None:
         return 0.0
     start = float(futex["t"].min())

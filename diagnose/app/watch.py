@@ -33,7 +33,7 @@ from diagnose.app.report import Diagnosis, render_reports, write_reports
 from diagnose.app.reporters import file_names
 from diagnose.bundle.safedir import SafeDir
 from diagnose.collect.base import CaptureOptions
-from diagnose.collect.session import capture
+from diagnose.collect.session import capture, lock_address
 from diagnose.errors import BadBundle, Busy, DiagnoseError, TargetError, one_line
 from diagnose.run import LaunchedCommand, terminate_is_interrupt
 from diagnose.watch.drift import BASELINE_WINDOW_S, DEFAULT_DRIFT, Drift, judge
@@ -273,15 +273,11 @@ class Target:
 
 def _busy_note(exc: Busy, pid: int) -> str:
     """Why a turn was skipped. A capture lock this very process made is its own earlier
-    capture's, kept open by a process it left behind: those end here (none of them is the
-    target or under it), so that the next turn can capture."""
+    capture's, kept open by a process it left behind (a child that inherited the lock's
+    socket): those processes end here, so that the next turn can capture."""
     if exc.holder != os.getpid():
         return one_line(exc, 200)
-    try:
-        target = {pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))}
-    except psutil.Error:
-        target = {pid}
-    left = [c for c in psutil.Process().children(recursive=True) if c.pid not in target]
+    left = _lock_holders(pid)
     for c in left:
         with contextlib.suppress(psutil.Error):
             c.kill()
@@ -289,8 +285,33 @@ def _busy_note(exc: Busy, pid: int) -> str:
     pids = ", ".join(str(c.pid) for c in left) or "none found"
     return (
         f"this watch's own earlier capture of PID {pid} still held its lock; "
-        f"processes it left behind ended: {pids}"
+        f"processes it left behind holding it ended: {pids}"
     )
+
+
+def _lock_holders(pid: int) -> list[psutil.Process]:
+    """This process's descendants with a descriptor on the capture lock of ``pid`` (its
+    abstract socket, found by name in /proc/net/unix)."""
+    name = "@" + lock_address(pid).lstrip("\0")
+    try:
+        with open("/proc/net/unix", encoding="utf-8", errors="replace") as fh:
+            inodes = {f"socket:[{p[6]}]" for p in (ln.split() for ln in fh) if p[7:8] == [name]}
+    except OSError:
+        return []
+    held = []
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error, OSError):
+            fds = os.listdir(f"/proc/{child.pid}/fd")
+            if any(_readlink(f"/proc/{child.pid}/fd/{fd}") in inodes for fd in fds):
+                held.append(child)
+    return held
+
+
+def _readlink(path: str) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return ""
 
 
 def watch(

@@ -102,6 +102,11 @@ def _start_time(pid: int) -> int:
         return 0
 
 
+def lock_address(pid: int) -> str:
+    """The abstract socket name of the capture lock on ``pid`` (see :class:`_TargetLock`)."""
+    return f"\0diagnose-capture-{pid}-{_start_time(pid)}"
+
+
 class _TargetLock:
     """One capture per target PID at a time: a second one fails at once, never waits.
 
@@ -116,7 +121,7 @@ class _TargetLock:
         self.pid = pid
         # and its start time: a diagnose left behind on an exited process must not lock
         # out the next process given its PID (pid_max is 32768 on many hosts)
-        self.address = f"\0diagnose-capture-{pid}-{_start_time(pid)}"
+        self.address = lock_address(pid)
         self.sock: socket.socket | None = None
 
     def acquire(self) -> None:

@@ -117,6 +117,7 @@ def test_its_own_capture_lock_held_by_a_process_it_left_behind_is_freed(tmp_path
     lock.acquire()
     assert lock.sock is not None
     leftover = subprocess.Popen(["sleep", "60"], pass_fds=(lock.sock.fileno(),))
+    bystander = subprocess.Popen(["sleep", "60"])  # a child of ours without it (run's guard)
     lock.release()
 
     def locked() -> str:  # the real lock, as capture() takes it
@@ -130,15 +131,15 @@ def test_its_own_capture_lock_held_by_a_process_it_left_behind_is_freed(tmp_path
             locked()
         assert busy.value.holder == os.getpid()
         note = loop._busy_note(busy.value, target.pid)
-        # THEN the turn says whose lock it was, and ends the process left behind (never the
-        # target), so that the next turn captures
+        # THEN the turn says whose lock it was, and ends the process left behind holding it
+        # (not the target, nor another child of ours), so that the next turn captures
         assert note.startswith("this watch's own earlier capture") and str(leftover.pid) in note
         leftover.wait(timeout=5)  # ended (and reaped by the watch) long before its 60 s
-        assert target.poll() is None
+        assert target.poll() is None and bystander.poll() is None
         assert locked() == "duration"
         # near miss: another diagnose's lock is named as such and nothing is ended
         assert loop._busy_note(Busy("another diagnose", holder=1), target.pid) == "another diagnose"
     finally:
-        for p in (target, leftover):
+        for p in (target, leftover, bystander):
             p.kill()
             p.wait()
