@@ -95,7 +95,7 @@ def variants(duration: int) -> dict[str, Callable[[int, Path], list[str]]]:
 
     def perf_alone(*events: str, scope: str = "-p") -> Callable[[int, Path], list[str]]:
         return lambda pid, out: [
-            "timeout", "-s", "INT", d, "perf", "record", *events, "--no-bpf-event",
+            "timeout", "-s", "INT", d, "perf", "record", *events, "--no-bpf-event", "-N",
             *([scope, str(pid)] if scope == "-p" else [scope]), "-o", str(out) + ".perf.data",
         ]  # fmt: skip
 
@@ -115,6 +115,7 @@ def variants(duration: int) -> dict[str, Callable[[int, Path], list[str]]]:
             "99",
             "-g",
             "--no-bpf-event",
+            "-N",  # no copies into ~/.debug (434 MB for libtorch_cpu.so), after the window
             "-p",
             str(pid),
             "-o",

@@ -44,8 +44,9 @@ def test_diagnose_names_libtorch_frames_as_perf_does(tmp_path):
         assert any(p.endswith("libtorch_cpu.so") for p in big.paths), big.paths
         data = tmp_path / "perf.data"
         assert PERF is not None
+        # -N: else perf copies libtorch_cpu.so (434 MB) into ~/.debug on every fresh clone
         subprocess.run(
-            [PERF, "record", "-q", "-F", "200", "--call-graph", "fp", "-p", str(proc.pid),
+            [PERF, "record", "-q", "-N", "-F", "200", "--call-graph", "fp", "-p", str(proc.pid),
              "-o", str(data), "--", "sleep", "2"],
             check=True, capture_output=True, timeout=60,
         )  # fmt: skip

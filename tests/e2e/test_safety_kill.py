@@ -192,7 +192,7 @@ import sys, time
 from pathlib import Path
 from diagnose.collect.child import Child
 pid, out = sys.argv[1], Path(sys.argv[2])
-c = Child(["perf", "record", "-F", "99", "-g", "-p", pid, "-o", str(out), "--", "sleep", "120"],
+c = Child(["perf", "record", "-N", "-F", "99", "-g", "-p", pid, "-o", str(out), "--", "sleep", "120"],
           out.with_suffix(".stderr"))
 print(c.pid, flush=True)
 time.sleep(120)
