@@ -57,6 +57,7 @@ PIPE_SCAN_EVERY_S = 5.0
 PIPE_SCAN_MAX_S = 0.1
 #: TCP states as /proc/net/tcp writes them
 ESTABLISHED, LISTEN = "01", "0A"
+SETUP = ("02", "03")  # SYN_SENT, SYN_RECV
 
 
 def _numbers(machine: str) -> tuple[frozenset[int], dict[str, int]]:
@@ -89,6 +90,12 @@ class WaitedSockets:
         # socket inode -> the least lead (tcpinfo.Activity.lead) seen at rest, and awaiting
         self._rest_lead: dict[int, int] = {}
         self._await_lead: dict[int, int] = {}
+        # socket inode -> its TCP row, for the sockets held at the last read of the table;
+        # sockets in _settled were seen there (or are not TCP): their direction is known
+        self._rows: dict[int, TcpRow] = {}
+        self._settled: set[int] = set()
+        #: reads of the TCP table (a namespace's table can hold thousands of TIME_WAIT rows)
+        self.table_reads = 0
         self.refresh()
 
     def refresh(self) -> None:
@@ -101,9 +108,17 @@ class WaitedSockets:
             self._pipes_at = self._read_at
             self._pipe_way.update(_pipe_ways(self.pid, new))
         self._inode_of.update(pipes)
-        rows = tcp_rows(self.pid)
-        table = {r.inode: (r.state, r.port, r.remote) for r in rows}
         held = set(self._inode_of.values())
+        sockets = {i for i in held if i > 0}
+        if sockets - self._settled:  # a socket opened since: read the table again
+            self.table_reads += 1
+            self._rows = {r.inode: r for r in tcp_rows(self.pid) if r.inode in sockets}
+            # a connection still being set up is looked up again at the next read
+            self._settled = {
+                i for i in sockets if i not in self._rows or self._rows[i].state not in SETUP
+            }
+        rows = [r for i, r in self._rows.items() if i in held]
+        table = {r.inode: (r.state, r.port, r.remote) for r in rows}
         listening = {table[i][1] for i in held if i in table and table[i][0] == LISTEN}
         self._way = {
             i: "listen" if table[i][0] == LISTEN else "in" if table[i][1] in listening else "out"

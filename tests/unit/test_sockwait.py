@@ -243,3 +243,28 @@ def test_a_process_that_ends_during_the_scan_is_skipped(monkeypatch):
         assert WaitedSockets(pid).of_thread(pid, text) == ""
     finally:
         _end(pid)
+
+
+def test_the_tcp_table_is_read_again_only_for_a_socket_opened_since(pair):
+    listener, out, _ = pair
+    out.settimeout(30)
+    waits = WaitedSockets(os.getpid(), max_age=0)  # descriptors read at every call
+    reads = waits.table_reads
+    for _ in range(3):  # the same sockets: their rows are kept
+        waits.refresh()
+    assert waits.table_reads == reads
+    # a connection made since is looked up, and faces out; the one accepted for it, in
+    late = socket.create_connection(listener.getsockname())
+    accepted, _ = listener.accept()
+    try:
+        late.settimeout(30)
+        tid, text = blocked(lambda: late.recv(10))
+        assert waits.of_thread(tid, text) == "out"
+        assert waits.table_reads == reads + 1
+        accepted.settimeout(30)
+        tid, text = blocked(lambda: accepted.recv(10))
+        assert waits.of_thread(tid, text) == "in"
+        assert waits.table_reads == reads + 1
+    finally:
+        late.close()
+        accepted.close()
