@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+cd "$(dirname "$0")"
+V=$1; S=${2:-12}
+exec /work/main/.venv/bin/python harness.py "$V" "$S" --mode self --env SVC_LIFETIME=$((S+60)) \
+  --env-a SVC_INDEX_DTYPE=float64 --env-b SVC_INDEX_DTYPE=float32 -- /work/main/.venv/bin/python service.py
