@@ -47,6 +47,19 @@ FR = frame_rules()
             "compute",
         ),
         (("pool (svc.py:49)", "DOUBLE_dot (_multiarray_umath.so)"), "memory"),
+        # top-k by np.argpartition / np.sort: comparisons on data the kernel reuses
+        (
+            (
+                "search (svc.py:52)",
+                "argpartition_unrolled<ymm_vector<float>, zmm_vector<unsigned long>, 4, float>"
+                " (_multiarray_umath.cpython-311-x86_64-linux-gnu.so)",
+            ),
+            "compute",
+        ),
+        (("search (svc.py:52)", "np::qsort_simd::ArgQSelect_X86_V4<float> (_m.so)"), "compute"),
+        (("rank (svc.py:60)", "quicksort_<npy::float_tag, float> (_m.so)"), "compute"),
+        # CPython's own list.sort is the interpreter's work, not a numeric kernel
+        (("rank (svc.py:61)", "unsafe_tuple_compare (libpython3.11.so.1.0)"), "other"),
         (("pool (svc.py:49)", "sgemv_kernel_4x8 (libscipy_openblas64_.so)"), "memory"),
         (("predict (serve.py:20)", "_int_malloc (libc.so.6)"), "allocator"),
         (("handle (serve.py:40)", "asm_exc_page_fault ([kernel.kallsyms])"), "allocator"),
