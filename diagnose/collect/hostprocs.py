@@ -7,7 +7,9 @@ A run-queue wait caused by other processes means different things by who they ar
   generator such as locust or wrk on the same host, a reverse proxy). In production the
   clients are elsewhere: the wait they cause is the test set-up's, not the service's.
 - ``service``: the process holds one of the target's listening sockets itself (the other
-  workers of a pre-fork server, its master): the service competing with itself.
+  workers of a pre-fork server, its master), or target selection found it to be one of the
+  service's processes (a pipeline's other stages, the wrapper the user gave): the service
+  competing with itself.
 - ``other``: a neighbour (another service, a batch job, a log shipper).
 
 The first scan writes every process; later scans only those whose CPU time moved, so the
@@ -63,7 +65,7 @@ def connected_to(pid: int, ports: set[int]) -> bool:
 class HostScan:
     """Scans of every process's CPU time; ``rows`` of one scan for ``proc/host.csv``."""
 
-    def __init__(self, target: int) -> None:
+    def __init__(self, target: int, service: Iterable[int] = ()) -> None:
         self.target = target
         own = socket_inodes(target)  # the namespace's listening sockets that are its own
         listening = {
@@ -78,7 +80,8 @@ class HostScan:
             if port.isdigit()
         }
         self.last: dict[int, float] = {}
-        self.roles: dict[int, str] = {}
+        # processes that listen on nothing are the service's too when selection said so
+        self.roles: dict[int, str] = dict.fromkeys(service, "service")
         self.scans = 0
 
     def role(self, pid: int) -> str:

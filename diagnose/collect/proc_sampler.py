@@ -222,7 +222,10 @@ class ProcSampler(Collector):
         w = ctx.writer
         files: dict[int, _ThreadFiles] = {}
         no_fd_tids: set[int] = set()
-        host = HostScan(pid)
+        tgt = ctx.target
+        host = HostScan(
+            pid, service=(*tgt.siblings, *([tgt.followed_from] if tgt.followed_from else []))
+        )
         self._waits = WaitedSockets(pid, max_age=SOCKETS_MAX_AGE_S)
         next_scan = 0.0
         with (

@@ -91,3 +91,17 @@ def test_a_target_that_serves_no_port_reads_no_ones_sockets(processes, monkeypat
     # THEN every process is a neighbour, told without opening any process's descriptors
     assert later[neighbour.pid][4] == "other"
     assert read == []
+
+
+def test_a_pipelines_other_stages_are_the_service_whatever_they_listen_on(processes):
+    # GIVEN a stage of a pipeline that listens on nothing, the stage beside it (selection
+    # found it: a sibling), and a neighbour, both using CPU
+    target = processes("import time\ntime.sleep(60)\n")
+    stage, neighbour = processes(SPIN), processes(SPIN)
+    scan = HostScan(target.pid, service=[stage.pid])
+    first = {r[1]: r for r in scan.scan(0.0, [])}
+    time.sleep(0.3)
+    later = {r[1]: r for r in scan.scan(1.0, [])}
+    # THEN the sibling's CPU is the service's from the first scan on, the neighbour's not
+    assert first[stage.pid][4] == later[stage.pid][4] == "service"
+    assert later[neighbour.pid][4] == "other"

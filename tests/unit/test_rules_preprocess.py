@@ -109,6 +109,19 @@ def test_one_worker_of_a_prefork_server_is_not_a_serial_stage():
     assert when("preprocess.serial", alone) is True
 
 
+def test_the_slowest_stage_of_a_process_pipeline_is_serial():
+    # GIVEN the decode stage of a three-process pipeline (upload -> decode -> model): its one
+    # thread busy all the time in the codec, the other stages mostly waiting on its queue
+    stage = {**GUNICORN_WORKER, "service_processes": 2, "process_cpu_share": 0.48,
+             "host_service_cpu_share": 0.02}  # fmt: skip
+    # THEN the target does most of its service's CPU: the stage sets the throughput
+    assert when("preprocess.serial", healthy(**stage)) is True
+    expect(healthy(**stage), "preprocess", "serial")
+    # the model stage as busy as the decoder: no single stage does most of the work
+    even = healthy(**{**stage, "host_service_cpu_share": 0.45})
+    assert when("preprocess.serial", even) is False
+
+
 def test_a_third_of_the_cpu_in_preprocessing_is_neither():
     m = healthy(**{**SERIAL, "oncpu_share_preprocess": 0.3, "process_cpu_share": 0.9})
     assert not {"preprocess.serial", "preprocess.heavy"} & fired(m)
