@@ -9,6 +9,8 @@ is not a serial stage."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -33,8 +35,8 @@ def _capture(tmp_path: Path, decoders: int) -> dict[str, Any]:
         assert proc.stdout is not None and proc.stdout.readline().startswith("ready")
         res = run_cli("attach", str(proc.pid), "-d", "5", "--format", "json", "-o", str(out))
         assert res.returncode in (0, 5), res.stderr
-    finally:
-        proc.kill()
+    finally:  # the stages too: a killed parent leaves them blocked on their queues
+        os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     report: dict[str, Any] = json.loads((out / "report.json").read_text())
     return report
