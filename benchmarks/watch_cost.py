@@ -12,6 +12,9 @@ takes minutes, not hours; the cost of a cycle does not depend on the wait betwee
 Usage (as root, repository root, alone on the host)::
 
     python -m benchmarks watch-cost --reps 2 --count 4 --capture 10
+
+``--variants ';--sched-events 30000'`` compares watch options side by side: each rep runs
+every variant in turn on the same service (an empty variant: the defaults).
 """
 
 from __future__ import annotations
@@ -39,9 +42,9 @@ from benchmarks.common import (
 DEFAULT_PERIOD_S = 600.0
 
 
-def _watch(pid: int, capture: float, count: int, store: Path) -> dict[str, Any]:
+def _watch(pid: int, capture: float, count: int, store: Path, extra: list[str]) -> dict[str, Any]:
     argv = [*DIAGNOSE, "watch", str(pid), "--capture", f"{capture:g}s", "--every",
-            f"{capture:g}s", "--count", str(count), "--store", str(store)]  # fmt: skip
+            f"{capture:g}s", "--count", str(count), "--store", str(store), *extra]  # fmt: skip
     rc, wall, cpu, rss = run_timed(argv, timeout=count * (capture + 60) + 60)
     with sqlite3.connect(store / "index.sqlite") as db:
         kept = [r[0] for r in db.execute("SELECT kept_whole FROM captures ORDER BY id")]
@@ -49,7 +52,9 @@ def _watch(pid: int, capture: float, count: int, store: Path) -> dict[str, Any]:
             "captures": len(kept), "kept_whole": sum(kept)}  # fmt: skip
 
 
-def one_rep(sample: str, args: list[str], capture: float, count: int) -> dict[str, Any]:
+def one_rep(
+    sample: str, args: list[str], capture: float, count: int, extra: list[str]
+) -> dict[str, Any]:
     proc = subprocess.Popen(
         sample_argv(sample, [*args, "--seconds", str(count * (capture + 60) + 120)]),
         cwd=ROOT / "samples",
@@ -59,21 +64,22 @@ def one_rep(sample: str, args: list[str], capture: float, count: int) -> dict[st
     try:
         time.sleep(2.0)
         with tempfile.TemporaryDirectory() as tmp:
-            short = _watch(proc.pid, capture, 1, Path(tmp) / "one")
-            long = _watch(proc.pid, capture, count, Path(tmp) / "many")
+            short = _watch(proc.pid, capture, 1, Path(tmp) / "one", extra)
+            long = _watch(proc.pid, capture, count, Path(tmp) / "many", extra)
     finally:
         proc.kill()
         proc.wait()
-    extra = long["captures"] - short["captures"]
-    cycle_cpu = (long["cpu_s"] - short["cpu_s"]) / extra
+    more = long["captures"] - short["captures"]
+    cycle_cpu = (long["cpu_s"] - short["cpu_s"]) / more
     return {
         "sample": sample,
+        "variant": " ".join(extra),
         "capture_s": capture,
         "count": count,
         "one": short,
         "many": long,
         "cycle_cpu_s": round(cycle_cpu, 3),
-        "cycle_wall_s": round((long["wall_s"] - short["wall_s"]) / extra, 2),
+        "cycle_wall_s": round((long["wall_s"] - short["wall_s"]) / more, 2),
         "default_duty_cores": round(cycle_cpu / DEFAULT_PERIOD_S, 5),
     }
 
@@ -85,21 +91,30 @@ def main(argv: list[str]) -> None:
     ap.add_argument("--capture", type=float, default=10.0, help="seconds per capture")
     ap.add_argument("--sample", default="lock_contention")
     ap.add_argument("--threads", default="4")
+    ap.add_argument("--variants", default="", help="';'-separated watch options, side by side")
     args = ap.parse_args(argv)
     print(machine_line())
     out = results_file("watch-cost")
-    rows = []
+    variants = [v.split() for v in args.variants.split(";")]
+    rows: list[dict[str, Any]] = []
     for rep in range(args.reps):
-        row = one_rep(args.sample, ["--threads", args.threads], args.capture, args.count)
-        row["rep"] = rep
-        append_row(out, row)
-        print(json.dumps(row))
-        rows.append(row)
-    cpu = stat([r["cycle_cpu_s"] for r in rows])
-    wall = stat([r["cycle_wall_s"] for r in rows])
-    cores = stat([r["default_duty_cores"] for r in rows])
+        for extra in variants:
+            row = one_rep(args.sample, ["--threads", args.threads], args.capture, args.count, extra)
+            row["rep"] = rep
+            append_row(out, row)
+            print(json.dumps(row))
+            rows.append(row)
     print(f"\nraw rows: {out}\n")
-    print("| capture | CPU per cycle (s) | wall per cycle (s) | average cores at 10 s / 10 min |")
-    print("|---|---|---|---|")
-    print(f"| {args.capture:g} s, {args.sample} --threads {args.threads} | {cpu.fmt('.2f')} | "
-          f"{wall.fmt('.1f')} | {cores.fmt('.4f')} |")  # fmt: skip
+    print(
+        "| variant | capture | CPU per cycle (s) | wall per cycle (s) | average cores at 10 s / 10 min |"
+    )
+    print("|---|---|---|---|---|")
+    for extra in variants:
+        mine = [r for r in rows if r["variant"] == " ".join(extra)]
+        cpu = stat([r["cycle_cpu_s"] for r in mine])
+        wall = stat([r["cycle_wall_s"] for r in mine])
+        cores = stat([r["default_duty_cores"] for r in mine])
+        print(
+            f"| {' '.join(extra) or 'defaults'} | {args.capture:g} s, {args.sample} --threads "
+            f"{args.threads} | {cpu.fmt('.2f')} | {wall.fmt('.1f')} | {cores.fmt('.4f')} |"
+        )

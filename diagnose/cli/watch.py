@@ -113,6 +113,8 @@ def _latency(prometheus: str | None, query: str | None) -> LatencyQuery | None:
 @click.option("--rate", "-r", type=int, default=None, help="Stack samples per second.")
 @click.option("--cpu-budget", type=float, default=None, metavar="CORES",
               help="diagnose's CPU while capturing, in cores (as attach's).")  # fmt: skip
+@click.option("--sched-events", type=int, default=None, metavar="N",
+              help="Scheduler events converted per capture (as attach's): fewer make a cheaper watch.")  # fmt: skip
 @click.option("--collectors", default=None, metavar="LIST",
               help=f"Collectors per capture (default: all this host supports). Known: {', '.join(COLLECTORS)}.")  # fmt: skip
 @click.option("--follow/--no-follow", default=True, show_default=True,
@@ -136,6 +138,7 @@ def watch(
     grace: float,
     rate: int | None,
     cpu_budget: float | None,
+    sched_events: int | None,
     collectors: str | None,
     follow: bool,
     rules_dirs: tuple[Path, ...],
@@ -164,22 +167,12 @@ def watch(
     if count is not None and count < 1:
         raise UsageError(f"--count must be 1 or more, not {count}")
     max_store, bundle_mb = _store_budget(max_store_gb)
-    drift = parse_drift(drift_pct)
-    latency = _latency(prometheus, latency_query)
-    plan = WatchPlan(
-        every_s=every_s,
-        options=make_options(
-            capture_s, rate, None, False, True, collectors, bundle_mb, cpu_budget=cpu_budget
-        ),
-        keep_s=parse_duration(keep, "--keep"),
-        max_store_bytes=max_store,
-        follow=follow,
-        rules_dirs=rules_dirs,
-        command=tuple(sys.argv),
-        count=count,
-        latency=latency,
-        drift=drift,
-    )
+    options = make_options(capture_s, rate, None, False, True, collectors, bundle_mb,
+                           cpu_budget=cpu_budget, sched_events=sched_events)  # fmt: skip
+    plan = WatchPlan(every_s=every_s, options=options, keep_s=parse_duration(keep, "--keep"),
+                     max_store_bytes=max_store, follow=follow, rules_dirs=rules_dirs,
+                     command=tuple(sys.argv), count=count, latency=_latency(prometheus, latency_query),
+                     drift=parse_drift(drift_pct))  # fmt: skip
     address = parse_address(metrics) if metrics else None
     progress = Progress()
 
