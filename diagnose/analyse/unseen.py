@@ -8,8 +8,10 @@ trace sees every switch of every thread: from it each such thread's life is spli
 running (between switches), runnable (preempted, or the run-queue delay after a wakeup)
 and blocked time, a blocked period classed by the futex wait that covers it (the GIL, a
 lock, a condition: idle) and "other" where nothing says what it waited for (a socket read
-may be a client or a dependency: not guessed). The seconds are laid on the /proc sampler's
-tick grid and join the thread-time table, so every busy-time share counts them.
+may be a client or a dependency); as much of that as the process's requests outstanding at
+its dependencies cover (the kernel's socket times) is a dependency's. The seconds are laid
+on the /proc sampler's tick grid and join the thread-time table, so every busy-time share
+counts them.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ def unseen_threads(ctx: Context) -> None:
         ctx.metrics["busy_share_unseen_threads"] = 0.0
         return
     add = pd.DataFrame(rows)
+    _dependency_waits(add, tt.intervals, data.process, ticks)
     sid = python_stack_at(data.py_intervals, add.pop("at").to_numpy(), add["tid"].to_numpy())
     add["stack_id"] = sid
     add["wait_stack"] = sid
@@ -71,6 +74,35 @@ def unseen_threads(ctx: Context) -> None:
     ctx.metrics["busy_share_unseen_threads"] = (
         rounded(ratio(busy_added, busy_all), 4) if busy_all > 0 else 0.0
     )
+
+
+def _dependency_waits(
+    add: pd.DataFrame, seen: pd.DataFrame, process: pd.DataFrame | None, ticks: np.ndarray
+) -> None:
+    """The unseen threads' blocked time that nothing explained ("other") is a dependency's,
+    as far as the process's requests outstanding at dependencies (the kernel's socket
+    times, proc/process.csv ``out_awaiting``) cover it: N outstanding for a tick's length
+    are N threads' waits, less the dependency waits of the threads /proc saw."""
+    if process is None or "out_awaiting" not in process or add.empty:
+        return
+    out = pd.to_numeric(process["out_awaiting"], errors="coerce")
+    read = out.notna().to_numpy()
+    if not read.any():
+        return
+    t_read = process["t"].to_numpy(dtype=float)[read]
+    n = out.to_numpy(dtype=float)[read]
+    length = pd.Series(np.diff(ticks), index=ticks[1:])
+    at = np.sort(add["t"].unique())
+    # the last reading at or before each tick (read every 5th tick), the first before it
+    held = n[np.clip(np.searchsorted(t_read, at, side="right") - 1, 0, len(n) - 1)]
+    seen_io = seen.groupby("t")["io"].sum().reindex(at, fill_value=0.0).to_numpy()
+    cap = np.clip(held * length.reindex(at, fill_value=0.0).to_numpy() - seen_io, 0.0, None)
+    other = add.groupby("t")["other"].sum().reindex(at).to_numpy()
+    share = np.divide(cap, other, out=np.zeros_like(cap), where=other > 0).clip(0.0, 1.0)
+    moved = add["other"].to_numpy() * pd.Series(share, index=at).reindex(add["t"]).to_numpy()
+    add["io"] = add["io"] + moved
+    add["other"] = add["other"] - moved
+    add.loc[add["wait_class"].eq("other") & (add["io"] > add["other"]), "wait_class"] = "io"
 
 
 def _segments(off: pd.DataFrame, fx: pd.DataFrame | None) -> list[Segment]:

@@ -129,10 +129,13 @@ class WaitedSockets:
         if not self.activity_unavailable:
             mine = [r for r in rows if self._way.get(r.inode) in ("in", "out")]
             mine.sort(key=lambda r: self._way[r.inode] != "out")  # dependencies first
-            self._ids = {
+            ids = {
                 r.inode: (r.family, tcpinfo.socket_id(r.local, r.remote))
                 for r in mine[:MAX_LOOKUPS]
             }
+            if ids.keys() != self._ids.keys():
+                self._activity_at = -1.0  # the sockets' times are read again for the new ones
+            self._ids = ids
 
     def of_thread(self, tid: int, syscall_text: str) -> str:
         """:meth:`direction` for a sampler's tick: the descriptors and the TCP table are
@@ -196,8 +199,7 @@ class WaitedSockets:
         """(requests outstanding at dependencies, clients with traffic) now: the process's
         outbound connections awaiting a reply, and its accepted ones that received data in
         the last CLIENT_ACTIVE_MS; None where the kernel's socket times cannot be read."""
-        if time.monotonic() - self._read_at > self.max_age:
-            self.refresh()  # connections opened or closed since
+        self.refresh()  # a connection made for one call lives less than the reading's period
         act = self.activity()
         if self.activity_unavailable:
             return None

@@ -36,6 +36,9 @@ _HEADER = struct.Struct("=IHHII")
 _MSG = struct.Struct("=BBBB")  # family, state, timer, retrans; then the socket id
 _TAIL = struct.Struct("=IIIII")  # expires, rqueue, wqueue, uid, inode
 _ID_SIZE = 48
+#: a connection that never received a byte awaits its first reply for at most this long
+#: since it was set up (longer: it only sends)
+FIRST_REPLY_MS = 10_000
 
 
 @dataclass(frozen=True)
@@ -50,11 +53,17 @@ class Activity:
     lead: int | None = None  # data segments sent less those received (None: kernel < 4.6)
 
     def awaiting(self, rest_lead: int | None = None, await_lead: int | None = None) -> bool:
-        """A reply is due, on a connection that does receive: it sent after it last
-        received; or both in one jiffy (a reply, then at once the next request) while its
-        lead is above the one it had at rest (``rest_lead``, the least seen), else at least
-        the one it had awaiting a reply (``await_lead``), else above 0."""
-        if not self.received or self.sent_ms > self.recv_ms:
+        """A reply is due: on a young connection that has received nothing yet, it sent a
+        request; on one that does receive, it sent after it last received, or both in one
+        jiffy (a reply, then at once the next request) while its lead is above the one it
+        had at rest (``rest_lead``, the least seen), else at least the one it had awaiting
+        a reply (``await_lead``), else above 0."""
+        if not self.received:
+            # a connection made for one call, its first reply due: the kernel counts its
+            # receive time from the set-up, so it sent then or since; a long-lived one that
+            # only sends (a log or metrics pusher) is older than any first reply
+            return self.sent_ms <= self.recv_ms < FIRST_REPLY_MS and (self.lead or 0) > 0
+        if self.sent_ms > self.recv_ms:
             return False
         if self.sent_ms < self.recv_ms:
             return True

@@ -2,10 +2,16 @@
 the request threads live about 70 ms, less than two ticks of the /proc sampler, which saw
 none of them (blind batch 6's s03 was read as idle, 0.92); perf's scheduler trace saw every
 one, and their waits in the pool's queue were ended by peers that had waited there too: a
-resource handed back, not work handed over. The contrast: a pool as large as the load."""
+resource handed back, not work handed over. The contrast: a pool as large as the load.
+The same threads each calling a slow downstream over a connection of their own block in
+poll(), which names no resource; the kernel's count of the requests outstanding there
+makes those waits the dependency's (blind batch 10's s04, a Flask threaded server, was read
+as idle, 0.83)."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,9 +28,10 @@ TARGET = str(ROOT / "tests" / "targets" / "conn_pool_server.py")
 
 
 @contextmanager
-def _served(pool: int) -> Iterator[int]:
+def _served(pool: int, remote_ms: int = 0) -> Iterator[int]:
+    mode = ["remote", str(remote_ms)] if remote_ms else ["server", str(pool)]
     server = subprocess.Popen(
-        [sys.executable, TARGET, "server", str(pool), "60"], stdout=subprocess.PIPE, text=True,
+        [sys.executable, TARGET, *mode, "60"], stdout=subprocess.PIPE, text=True,
         start_new_session=True,
     )  # fmt: skip
     client = None
@@ -38,7 +45,7 @@ def _served(pool: int) -> Iterator[int]:
     finally:
         for p in (client, server):
             if p is not None:
-                p.kill()
+                os.killpg(p.pid, signal.SIGKILL)  # the downstream child too
                 p.wait()
 
 
@@ -62,3 +69,12 @@ def test_a_pool_as_large_as_the_load_is_no_lock(tmp_path: Path):
     assert m["threads_unseen"] >= 30, m
     assert m["busy_share_lock"] < 0.2, m
     assert v["primary"] != "lock", v["headline"]
+
+
+def test_short_lived_request_threads_calling_a_slow_dependency_are_io(tmp_path: Path):
+    with _served(pool=0, remote_ms=50) as pid:
+        report = attach_json(pid, tmp_path / "remote")
+    m, v = report["metrics"], report["verdict"]
+    assert m["threads_unseen"] is not None and m["threads_unseen"] >= 30, m
+    assert m["busy_share_io"] >= 0.5 and m["busy_share_lock"] < 0.2, m
+    assert (v["primary"], v["kind"]) == ("io", "dependency"), v["headline"]

@@ -17,11 +17,19 @@ POOLED = ("run (threading.py:1)", "handle (app.py:9)", "Queue.get (queue.py:171)
 #: a thread pool's worker loop waiting for its next job (a C SimpleQueue: no frame below it)
 WORKER = ("Thread._bootstrap (threading.py:1)",
           "_worker (/usr/lib/python3.11/concurrent/futures/thread.py:81)")  # fmt: skip
-STACKS = {0: ("main (app.py:1)",), 1: LOCKED, 2: POOLED, 3: WORKER}
+#: a request thread blocked reading a socket (a blocking client's call to a dependency)
+CALLING = ("run (threading.py:1)", "handle (app.py:12)", "SocketIO.readinto (socket.py:706)")
+STACKS = {0: ("main (app.py:1)",), 1: LOCKED, 2: POOLED, 3: WORKER, 4: CALLING}
 N, LIFE, WAIT = 20, 0.05, 0.04  # 20 threads, each living 50 ms, 40 ms of it blocked
 
 
-def _capture(stack_id: int, waker: int | None = None, ret: int = 0) -> dict:
+def _capture(
+    stack_id: int,
+    waker: int | None = None,
+    ret: int = 0,
+    socket_wait: bool = False,
+    awaiting: float | None = None,
+) -> dict:
     """/proc saw thread 1 run for 1 s (ticks every 0.2 s); perf saw 20 threads started
     0.05 s apart, each running 5 ms, blocked 40 ms in a futex wait, running 5 ms, ending."""
     t, tid, state, dur, wk, rows = [], [], [], [], [], []
@@ -39,10 +47,16 @@ def _capture(stack_id: int, waker: int | None = None, ret: int = 0) -> dict:
         iv.append((who, start, start + LIFE, stack_id))
     offcpu = pd.DataFrame({"t": t, "tid": tid, "cpu": 0, "state": state, "dur": dur,
                            "cpu_in": 0, "runq": 0.0, "waker": wk, "stack_id": 0})  # fmt: skip
+    grid = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    # the process's requests outstanding at its dependencies, read every 5th tick
+    process = None if awaiting is None else pd.DataFrame(
+        {"t": grid, "out_awaiting": [awaiting if i % 5 == 0 else None for i in range(6)]})  # fmt: skip
     data = bundle_data(
-        ticks(1, [0.0, 0.2, 0.4, 0.6, 0.8, 1.0], step=0.2), iv, STACKS,
-        sched_offcpu=offcpu, sched_futex=futex_table(rows),
-        sched_stacks={0: ("__futex_abstimed_wait_common (libc.so.6)",)},
+        ticks(1, grid, step=0.2), iv, STACKS,
+        sched_offcpu=offcpu, sched_futex=None if socket_wait else futex_table(rows),
+        sched_stacks={0: ("__poll (libc.so.6)",) if socket_wait
+                      else ("__futex_abstimed_wait_common (libc.so.6)",)},
+        process=process,
     )  # fmt: skip
     return run(data, threads.thread_states, unseen.unseen_threads, threads.thread_metrics,
                locks.proc_locks).metrics  # fmt: skip
@@ -128,3 +142,20 @@ def test_waits_past_the_trace_at_a_stack_whose_traced_waits_were_hand_backs_are_
     # near miss: too few traced waits to speak for the stack: only the traced part moves
     m = _pool_of_two({1: 2, 2: 1}, traced_until=0.2)
     assert m["busy_share_lock"] == pytest.approx(0.18 / (0.18 + 0.2), abs=0.01)
+
+
+def test_unseen_waits_the_outstanding_requests_cover_are_the_dependency_s():
+    # GIVEN 20 short threads each blocked 40 ms in poll() (no futex: nothing says on
+    # what), while the kernel counted one request outstanding at a dependency all along
+    m = _capture(stack_id=4, socket_wait=True, awaiting=1.0)
+    full = m["busy_share_io"]
+    # THEN their waits (0.8 thread-s, one at a time) are the dependency's: I/O, not idle
+    io = N * WAIT
+    assert m["busy_share_io"] == pytest.approx(io / (io + 1.0 + N * 0.005), abs=0.01)
+    # near miss: nothing outstanding (the waits were on the threads' own clients)
+    m = _capture(stack_id=4, socket_wait=True, awaiting=0.0)
+    assert m["busy_share_io"] == 0.0
+    # half a request outstanding covers part of the waits, never more than it lasted
+    half = _capture(stack_id=4, socket_wait=True, awaiting=0.5)
+    io_s = half["busy_share_io"] * half["busy_time_s"]
+    assert 0.0 < io_s <= 0.5 * 1.0 + 0.01 and half["busy_share_io"] < full

@@ -19,7 +19,12 @@ from diagnose.collect.tcpinfo import Activity
     [
         (Activity(3, 40, True, 1), None, None, True),  # sent after it last received
         (Activity(40, 3, True, 0), None, None, False),  # the reply came last
-        (Activity(3, 40, False, 1), None, None, False),  # never received: a pusher
+        # never received: a connection made for one call, its first reply due; one that
+        # has sent no data yet; a long-lived one that only sends (a pusher)
+        (Activity(3, 40, False, 1), None, None, True),
+        (Activity(8, 8, False, 1), None, None, True),
+        (Activity(3, 40, False, 0), None, None, False),
+        (Activity(3, 60_000, False, 9), None, None, False),
         # one jiffy for a reply and the next request: told by the lead
         (Activity(8, 8, True, 1), None, 1, True),
         (Activity(8, 8, True, 0), None, 1, False),
@@ -66,3 +71,27 @@ def test_a_lookup_of_this_process_s_connection():
             sid = tcpinfo.socket_id(row.local, row.remote)
             got = tcpinfo.lookup({row.inode: (row.family, sid)})
             assert got[row.inode].received and got[row.inode].awaiting()
+
+
+def test_a_connection_made_for_one_call_awaits_its_first_reply():
+    if tcpinfo.unavailable(os.getpid()):
+        pytest.skip("sock_diag netlink is not available here")
+    with socket.create_server(("127.0.0.1", 0)) as srv:
+        out = socket.create_connection(srv.getsockname())
+        inbound, _ = srv.accept()
+        with out, inbound:
+            row = next(
+                r
+                for r in tcp_rows(os.getpid())
+                if r.port == out.getsockname()[1] and r.state == "01"
+            )
+            sid = {row.inode: (row.family, tcpinfo.socket_id(row.local, row.remote))}
+            assert not tcpinfo.lookup(sid)[row.inode].awaiting()  # nothing asked yet
+            out.sendall(b"q\n")  # the request; no byte has come back
+            time.sleep(0.02)
+            got = tcpinfo.lookup(sid)[row.inode]
+            assert not got.received and got.awaiting()
+            inbound.sendall(b"a\n")
+            out.recv(10)
+            time.sleep(0.02)
+            assert not tcpinfo.lookup(sid)[row.inode].awaiting()  # answered
