@@ -1,0 +1,1 @@
+../_tools/harness.py
