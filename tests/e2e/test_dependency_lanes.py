@@ -8,6 +8,8 @@ the dependency alone. Both were read as idle before: the loop polls its clients 
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -32,8 +34,8 @@ def _capture(tmp_path: Path, lanes: int) -> dict:
     try:
         assert proc.stdout is not None and proc.stdout.readline().startswith("ready")
         return attach_json(proc.pid, tmp_path / f"lanes{lanes}")
-    finally:
-        proc.kill()
+    finally:  # its multiprocessing children too: a killed parent leaves them serving
+        os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
 
 

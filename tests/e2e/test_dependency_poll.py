@@ -8,6 +8,8 @@ is I/O on a dependency, named by peer, not waiting for work."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -37,8 +39,8 @@ def test_threads_polling_a_dependency_they_started_are_io_on_the_pid_given(tmp_p
         out = tmp_path / "bundle"
         res = run_cli("attach", str(proc.pid), "-d", "4", "--format", "json", "-o", str(out))
         assert res.returncode in (0, 5), res.stderr
-    finally:
-        proc.kill()
+    finally:  # its multiprocessing children too: a killed parent leaves them serving
+        os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     target = json.loads((out / "manifest.json").read_text())["target"]
     report = json.loads((out / "report.json").read_text())
