@@ -27,7 +27,7 @@ TARGET = ROOT / "tests" / "targets" / "outbound_poll.py"
 
 def test_threads_polling_a_dependency_they_started_are_io_on_the_pid_given(tmp_path: Path):
     proc = subprocess.Popen(
-        [sys.executable, str(TARGET), "60"],
+        [sys.executable, str(TARGET), "60", "200"],  # a slow store: the threads sit in poll()
         stdout=subprocess.PIPE,
         text=True,
         start_new_session=True,
@@ -52,7 +52,5 @@ def test_threads_polling_a_dependency_they_started_are_io_on_the_pid_given(tmp_p
     # the contrast: the request threads' time is I/O, not waiting for work
     assert m["busy_share_io"] > 0.8, m["busy_share_io"]
     assert (m.get("idle_share_client") or 0.0) < 0.1
-    # the store named as the peer its 8 connections face; the threads in poll() on it at the
-    # end (one instant: on a busy host some of the 8 are runnable, not in the call)
     peers = json.loads((out / "system.json").read_text())["outbound"]
-    assert peers and peers[0]["connections"] == 8 and peers[0]["threads_waiting"] >= 1, peers
+    assert peers and peers[0]["connections"] == 8 and peers[0]["threads_waiting"] >= 6, peers

@@ -155,7 +155,7 @@ def test_prometheus_scrapes_the_scores_and_the_verdict(tmp_path):
     with (
         _prometheus(tmp_path, metrics) as prom,
         run_sample("lock_contention", "--threads", "4", seconds=120) as s,
-        _watch(str(s.pid), "--every", "3s", "--capture", "2s", "--store", str(tmp_path / "st"),
+        _watch(str(s.pid), "--every", "5s", "--capture", "5s", "--store", str(tmp_path / "st"),
                "--collectors", "proc,pyspy,system", "--metrics", metrics,
                "--service", "lock-sample") as w,
     ):  # fmt: skip
@@ -170,14 +170,7 @@ def test_prometheus_scrapes_the_scores_and_the_verdict(tmp_path):
         # THEN its HTTP API returns the verdict, a score per category and the counter
         verdict = _query(prom, f"diagnose_verdict_info{sel}")
         assert len(verdict) == 1 and verdict[0]["value"][1] == "1"
-        # a 2 s capture beside a busy neighbour may be undecided: the label is still there
-        assert verdict[0]["metric"]["category"] in {
-            "lock",
-            "scheduling",
-            "compute",
-            "idle",
-            "unknown",
-        }
+        assert verdict[0]["metric"]["category"] in {"lock", "scheduling", "compute", "idle"}
         scores = _query(prom, f"max by (category) (diagnose_bottleneck_score{sel})")
         assert {r["metric"]["category"] for r in scores} >= {"lock", "compute", "io", "idle"}
         assert all(0 <= float(r["value"][1]) <= 1 for r in scores)
