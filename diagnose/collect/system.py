@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import glob
+import itertools
 import os
 import platform
 import re
@@ -288,17 +289,12 @@ def interpreter_runtime(pid: int, elf_path: str | None) -> dict[str, Any] | None
     if found is None:
         return None
     sym_value, sym_size, is_pie = found
-    base = 0
+    base: int | None = 0
     if is_pie:
         real = os.path.realpath(path) if not path.startswith("/proc/") else elf_path
-        base = -1
-        for line in read_proc(f"/proc/{pid}/maps").splitlines():
-            parts = line.split(None, 5)
-            if len(parts) == 6 and parts[5].strip() in (elf_path, real) and int(parts[2], 16) == 0:
-                base = int(parts[0].split("-")[0], 16)
-                break
-        if base < 0:
-            return None
+        base = _load_base(read_proc(f"/proc/{pid}/maps"), (elf_path, real))
+    if base is None:
+        return None
     start = base + sym_value
     return {
         "symbol": "_PyRuntime",
@@ -306,6 +302,22 @@ def interpreter_runtime(pid: int, elf_path: str | None) -> dict[str, Any] | None
         "start": hex(start),
         "end": hex(start + sym_size),
     }
+
+
+def _load_base(maps: str, names: tuple[str, ...]) -> int | None:
+    """Start of the loaded image of the file named ``names``: the offset-0 mapping whose next
+    mapping of the same file is a later segment (offset > 0). A plain mmap() of the file (a
+    symbol reader in the target) is also an offset-0 mapping, followed by nothing of its own."""
+    spans = []
+    for line in maps.splitlines():
+        parts = line.split(None, 5)
+        if len(parts) == 6 and parts[5].strip() in names:
+            spans.append((int(parts[0].split("-")[0], 16), int(parts[2], 16)))
+    spans.sort()
+    for (start, offset), (_, next_offset) in itertools.pairwise(spans):
+        if offset == 0 and next_offset > 0:
+            return start
+    return None
 
 
 @functools.lru_cache(maxsize=8)

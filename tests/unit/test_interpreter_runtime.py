@@ -4,6 +4,7 @@ interpreter's ELF symbols (collect/system.py), checked against this very process
 from __future__ import annotations
 
 import ctypes
+import mmap
 import os
 import sys
 
@@ -24,6 +25,30 @@ def test_the_runtime_range_is_where_this_process_has_it():
     got = system.interpreter_runtime(os.getpid(), _interpreter_elf())
     assert got is not None and got["symbol"] == "_PyRuntime"
     assert int(got["start"], 16) == real < int(got["end"], 16)
+
+
+def test_a_copy_of_the_interpreter_mapped_for_reading_is_not_its_image():
+    # A symbol reader in the target maps the file whole; that mapping is not the loaded image.
+    real = ctypes.addressof(ctypes.c_char.in_dll(ctypes.pythonapi, "_PyRuntime"))
+    elf = _interpreter_elf()
+    with open(elf, "rb") as fh, mmap.mmap(fh.fileno(), 0, prot=mmap.PROT_READ) as copy:
+        got = system.interpreter_runtime(os.getpid(), elf)
+        assert len(copy) > 0
+    assert got is not None and int(got["start"], 16) == real
+
+
+def test_the_load_base_skips_whole_file_mappings_below_and_above_the_image():
+    maps = "\n".join(
+        [
+            "7f0000000000-7f0000400000 r--s 00000000 08:01 7 /usr/lib/libpython3.11.so",
+            "7f1000000000-7f1000100000 r--p 00000000 08:01 7 /usr/lib/libpython3.11.so",
+            "7f1000100000-7f1000300000 r-xp 00100000 08:01 7 /usr/lib/libpython3.11.so",
+            "7f1000300000-7f1000380000 r--p 00300000 08:01 7 /usr/lib/libpython3.11.so",
+            "7f2000000000-7f2000400000 r--s 00000000 08:01 7 /usr/lib/libpython3.11.so",
+        ]
+    )
+    assert system._load_base(maps, ("/usr/lib/libpython3.11.so",)) == 0x7F1000000000
+    assert system._load_base(maps.splitlines()[0], ("/usr/lib/libpython3.11.so",)) is None
 
 
 def test_a_second_capture_reads_the_symbols_from_the_cache():
