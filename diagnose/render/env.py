@@ -11,9 +11,10 @@ from __future__ import annotations
 from functools import lru_cache
 
 import jinja2
+from markupsafe import Markup, escape
 
 from diagnose.escape import md_finalize
-from diagnose.render.text import ended, native_only, tool_cost
+from diagnose.render.text import ended, native_only, plain, short_frame, tool_cost
 from diagnose.resources import templates_dir
 from diagnose.words import count
 
@@ -33,4 +34,14 @@ def environment(autoescape: bool) -> jinja2.Environment:
     env.globals["tool_cost"] = tool_cost  # plain text too
     env.globals["native_only"] = native_only  # plain text too
     env.globals["count"] = count  # "1 worker", "3 workers"
+    if autoescape:
+        env.globals["frame_html"] = frame_html
     return env
+
+
+def frame_html(frame: object, limit: int = 400, short: bool = False) -> Markup:
+    """A frame label ``name (path:line)`` with its name kept on one line: browsers may break
+    a name such as ``serve.<locals>.worker`` at its punctuation (the location still wraps)."""
+    text = short_frame(frame, limit) if short else plain(frame, limit)
+    name, sep, where = text.partition(" (")
+    return Markup('<span class="fn">{}</span>{}').format(name, escape(sep + where))

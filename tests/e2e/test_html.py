@@ -233,6 +233,13 @@ def test_reads_well_at_1400_and_800_px(lock_report, width):
         assert js(driver, "return document.documentElement.scrollWidth <= window.innerWidth")
         # no word is broken across lines in a table ("coll ect or", "una vaila ble")
         assert js(driver, BROKEN_WORDS_JS) == []
+        # nor a name a browser may break at its punctuation, in every name and frame cell
+        renamed = js(
+            driver,
+            "var n = document.querySelectorAll('table .fn, table td.name');"
+            "n.forEach(function (e) { e.textContent = 'serve.<locals>.worker'; }); return n.length;",
+        )
+        assert renamed > 0 and js(driver, BROKEN_WORDS_JS) == []
         # the verdict's colour says how much to act: red for the bottleneck (confidence 0.5 or
         # more), orange for a weaker candidate, grey for nothing to fix. Whatever the verdict:
         # this test is about the page; a 3 s capture on a host shared with CI's neighbours may
