@@ -72,7 +72,7 @@ def test_a_pool_as_large_as_the_load_is_no_lock(tmp_path: Path):
 
 
 def test_short_lived_request_threads_calling_a_slow_dependency_are_io(tmp_path: Path):
-    with _served(pool=0, remote_ms=50) as pid:
+    with _served(pool=0, remote_ms=150) as pid:
         report = attach_json(pid, tmp_path / "remote")
     m, v = report["metrics"], report["verdict"]
     assert m["threads_unseen"] is not None and m["threads_unseen"] >= 30, m
