@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pandas.errors
 import psutil
@@ -72,6 +73,18 @@ class Sample:
         raise AssertionError(f"sample {self.name} printed no stats")
 
 
+def end_session(proc: subprocess.Popen[Any]) -> None:
+    """SIGKILL a process started with ``start_new_session=True`` and all it started in its
+    session, then reap it: killing the leader alone left a pre-fork target's workers
+    burning both cores for a minute beside the next tests."""
+    for p in psutil.process_iter():
+        with contextlib.suppress(OSError, psutil.Error):
+            if p.pid == proc.pid or os.getsid(p.pid) == proc.pid:
+                p.kill()
+    with contextlib.suppress(Exception):
+        proc.communicate(timeout=10)
+
+
 @contextlib.contextmanager
 def run_sample(
     name: str,
@@ -99,10 +112,7 @@ def run_sample(
         assert proc.poll() is None, f"sample {name} exited early"
         yield Sample(proc, name)
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-        with contextlib.suppress(Exception):
-            proc.communicate(timeout=10)
+        end_session(proc)
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from typing import Any
 
 import psutil
 
-from tests.conftest import ROOT, SAMPLES
+from tests.conftest import ROOT, SAMPLES, end_session
 
 
 def diagnose_argv(*args: str) -> list[str]:
@@ -59,8 +59,7 @@ def attach_to_target(target: str, mode: str, out: Path) -> dict[str, Any]:
         assert proc.stdout is not None and proc.stdout.readline().startswith("ready")
         return attach_json(proc.pid, out)
     finally:
-        proc.kill()
-        proc.wait()
+        end_session(proc)
 
 
 def flat(text: str) -> str:

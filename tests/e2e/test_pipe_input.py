@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, end_session
 from tests.e2e.cli import attach_json
 
 pytestmark = pytest.mark.e2e
@@ -40,8 +40,7 @@ def _capture(tmp_path: Path, rate: int) -> dict:
         return attach_json(consumer.pid, tmp_path / f"rate{rate}")
     finally:
         for p in (producer, consumer):
-            p.kill()
-            p.wait()
+            end_session(p)
 
 
 def test_a_consumer_waiting_on_its_input_pipe_is_idle_not_io(tmp_path: Path):

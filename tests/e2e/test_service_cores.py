@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, end_session
 from tests.e2e.cli import run_cli
 
 pytestmark = pytest.mark.e2e
@@ -37,8 +37,7 @@ def test_two_workers_sharing_the_cores_are_judged_as_one_service(tmp_path: Path)
         res = run_cli("attach", str(proc.pid), "-d", "5", "--format", "json", "-o", str(out))
         assert res.returncode in (0, 5), res.stderr
     finally:
-        proc.kill()
-        proc.wait()
+        end_session(proc)  # its workers too
     report = json.loads((out / "report.json").read_text())
     service = report["service"]
     assert len(service["workers"]) == 2, service["workers"]

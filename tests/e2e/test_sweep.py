@@ -33,7 +33,7 @@ import psutil
 import pytest
 
 from benchmarks.zoo import free_port
-from tests.conftest import ROOT, SAMPLES
+from tests.conftest import ROOT, SAMPLES, end_session
 from tests.e2e.cli import diagnose_argv, flat, run_cli, wait_for
 
 LOCUSTFILE = str(SAMPLES / "sweep_locustfile.py")
@@ -351,8 +351,7 @@ def test_wrk_sweeps_a_running_service_by_pid(tmp_path):
         assert service.poll() is None
         assert not processes_mentioning(f"127.0.0.1:{port}/infer")
     finally:
-        service.kill()
-        service.wait()
+        end_session(service)
 
 
 SPINNING_GENERATOR = """
@@ -389,8 +388,7 @@ def test_a_saturated_load_generator_is_named_instead_of_a_knee(tmp_path):
         )  # fmt: skip
         assert res.returncode in OK, res.stderr
     finally:
-        service.kill()
-        service.wait()
+        end_session(service)
     # THEN the generator's own CPU shows it saturated at every step (measured from the end of
     # its start-up: a cold interpreter start blocked on the disk took a quarter of a 2 s step
     # in one CI run), and no knee is drawn

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from diagnose.errors import ExitCode
-from tests.conftest import ROOT
+from tests.conftest import ROOT, end_session
 from tests.e2e.cli import run_cli, wait_for
 from tests.e2e.test_watch import _free_port, _prometheus, _rows, _watch
 
@@ -44,8 +44,7 @@ def test_a_slowdown_mid_run_is_caught_kept_whole_and_compared(tmp_path):
             assert SECRET not in bad.stderr and not (tmp_path / "no").exists()
             _watch_until_drift(service.pid, url, store, flag)
     finally:
-        service.kill()
-        service.communicate(timeout=10)
+        end_session(service)
 
 
 def _watch_until_drift(pid: int, url: str, store: Path, flag: Path) -> None:
