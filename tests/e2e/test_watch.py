@@ -170,7 +170,11 @@ def test_prometheus_scrapes_the_scores_and_the_verdict(tmp_path):
         # THEN its HTTP API returns the verdict, a score per category and the counter
         verdict = _query(prom, f"diagnose_verdict_info{sel}")
         assert len(verdict) == 1 and verdict[0]["value"][1] == "1"
-        assert verdict[0]["metric"]["category"] in {"lock", "scheduling", "compute", "idle"}
+        # the verdict of a capture the store holds (which one a 5 s capture beside CI's
+        # neighbours decides is the verdict tests' business, not this one's)
+        hist = run_cli("history", str(tmp_path / "st"), "--json", timeout=60)
+        judged = {c["category"] for c in json.loads(hist.stdout)["captures"]}
+        assert verdict[0]["metric"]["category"] in judged, (verdict, judged)
         scores = _query(prom, f"max by (category) (diagnose_bottleneck_score{sel})")
         assert {r["metric"]["category"] for r in scores} >= {"lock", "compute", "io", "idle"}
         assert all(0 <= float(r["value"][1]) <= 1 for r in scores)
