@@ -33,7 +33,7 @@ def captured(request, tmp_path_factory) -> tuple[Path, str]:
             time.sleep(sample.warmup_s)
             out = work / "bundle"
             res = run_cli(
-                "attach", str(run.pid), "-d", "5", "--format", "json,html", "-o", str(out)
+                "attach", str(run.pid), "-d", "10", "--format", "json,html", "-o", str(out)
             )
         finally:
             load.stop()
