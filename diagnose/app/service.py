@@ -129,19 +129,28 @@ def service_section(main: Report, others: list[Judged]) -> dict[str, Any]:
 #: a worker's finding at or above this score is shown for the service, on the first screen,
 #: with each worker's leading one whatever its score
 SHOWN_SCORE = 0.5
+#: and, among the findings the worker's own first screen shows, those scoring at least this
+#: share of its lead: a neighbour that takes the cores lowers every score, not the ranking
+CLOSE_TO_LEAD = 0.5
+FIRST_SCREEN = 3
 
 
 def merged_findings(reports: list[tuple[int, bool, Report]]) -> list[dict[str, Any]]:
-    """Every worker's leading finding (its verdict) and its others scored at least
-    :data:`SHOWN_SCORE`, one entry per rule and site (the code it names: a lock's waiting line, the top preprocessing function ...),
+    """Every worker's leading finding (its verdict), its others scored at least
+    :data:`SHOWN_SCORE` and those of its first screen close to its lead, one entry per rule
+    and site (the code it names: a lock's waiting line, the top preprocessing function ...),
     with the workers it holds in, strongest first. Each entry keeps the summary and first
     fix of the worker where it scored highest, and links each worker's page."""
     merged: dict[tuple[str, str], dict[str, Any]] = {}
     for pid, this, r in reports:
         main = [f for f in r.get("findings") or [] if not f.get("advisory")]
+        lead = main[0].get("score") if main else None
+        close = CLOSE_TO_LEAD * lead if isinstance(lead, (int, float)) else SHOWN_SCORE
         for i, f in enumerate(main):
             score = f.get("score")
-            if not isinstance(score, (int, float)) or (score < SHOWN_SCORE and i > 0):
+            if not isinstance(score, (int, float)):
+                continue
+            if not (i == 0 or score >= SHOWN_SCORE or (i < FIRST_SCREEN and score >= close)):
                 continue
             site = finding_site(f)
             entry = merged.get((str(f.get("id")), site))

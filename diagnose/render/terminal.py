@@ -160,7 +160,7 @@ def _service_lines(report: Report, width: int) -> list[str]:
 
 
 def _service_finding_lines(findings: list[dict[str, Any]], width: int) -> list[str]:
-    """What every worker found (score 0.5 or more), one line per rule and site."""
+    """What every worker found (its lead and those close to it), one line per rule and site."""
     if not findings:
         return []
     lines = ["Found in the workers:"]

@@ -212,8 +212,39 @@ def test_the_same_rule_and_site_in_two_workers_is_one_line_naming_both(lock):
 
 def test_near_miss_findings_below_half_and_advisories_stay_in_the_workers_pages(lock):
     lead = {**_lock_finding(0.3, "lead (a.py:2)"), "id": "lock.lead"}  # the worker's verdict
-    weak = _lock_finding(0.49, "predict (app.py:43)")
+    weak = _lock_finding(0.14, "predict (app.py:43)")  # below half the lead and below 0.5
     advisory = {**_lock_finding(0.9, "x (a.py:1)"), "advisory": True}
     report = _worker_found(lock, [advisory, lead, weak])
     shown = [(f["id"], f["site"]) for f in report["service"]["findings"] if f["category"] == "lock"]
     assert shown == [("lock.lead", "lead (a.py:2)")]
+
+
+def _finding(fid: str, category: str, score: float) -> dict:
+    return {"id": fid, "category": category, "kind": fid.split(".")[-1], "title": fid,
+            "score": score, "fixes": [], "evidence": []}  # fmt: skip
+
+
+def test_a_lock_close_to_a_neighbours_contention_stays_on_the_service_screen(lock):
+    # a CPU-heavy neighbour lowers every score of a lock-bound worker and puts contention
+    # first: the lock its threads queue on still holds most of their busy time
+    findings = [
+        _finding("scheduling.cpu_contention", "scheduling", 0.35),
+        _lock_finding(0.26, "predict (app.py:43)"),
+        _finding("compute.kernels", "compute", 0.19),
+        _finding("memory.bandwidth", "memory", 0.171),  # a fourth: not on its first screen
+        _finding("io.wait", "io", 0.16),
+    ]
+    report = _worker_found(lock, findings)
+    theirs = [
+        (f["id"], f["score"])
+        for f in report["service"]["findings"]
+        if 902 in [w["pid"] for w in f["workers"]]
+    ]
+    assert theirs == [
+        ("scheduling.cpu_contention", 0.35),
+        ("lock.mutex", 0.26),
+        ("compute.kernels", 0.19),
+    ]
+    assert "at predict (app.py:43), in PID 902" in " ".join(
+        render_summary(report, width=100).split()
+    )
