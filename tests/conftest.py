@@ -77,9 +77,12 @@ def end_session(proc: subprocess.Popen[Any]) -> None:
     """SIGKILL a process started with ``start_new_session=True`` and all it started in its
     session, then reap it: killing the leader alone left a pre-fork target's workers
     burning both cores for a minute beside the next tests."""
+    alive = proc.poll() is None  # a reaped leader's PID may be another process's now
     for p in psutil.process_iter():
         with contextlib.suppress(OSError, psutil.Error):
-            if p.pid == proc.pid or os.getsid(p.pid) == proc.pid:
+            if (p.pid == proc.pid and alive) or (
+                p.pid != proc.pid and os.getsid(p.pid) == proc.pid
+            ):
                 p.kill()
     with contextlib.suppress(Exception):
         proc.communicate(timeout=10)
