@@ -44,10 +44,11 @@ def test_diagnose_names_libtorch_frames_as_perf_does(tmp_path):
         assert any(p.endswith("libtorch_cpu.so") for p in big.paths), big.paths
         data = tmp_path / "perf.data"
         assert PERF is not None
-        # -N: else perf copies libtorch_cpu.so (434 MB) into ~/.debug on every fresh clone
+        # -N: else perf copies libtorch_cpu.so (434 MB) into ~/.debug on every fresh clone;
+        # 4 s: on a host at load 8 the target ran a quarter of 2 s (98 libtorch frames)
         subprocess.run(
             [PERF, "record", "-q", "-N", "-F", "200", "--call-graph", "fp", "-p", str(proc.pid),
-             "-o", str(data), "--", "sleep", "2"],
+             "-o", str(data), "--", "sleep", "4"],
             check=True, capture_output=True, timeout=60,
         )  # fmt: skip
     try:
