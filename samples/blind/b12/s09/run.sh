@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+cd "$(dirname "$0")"
+V=${1:-a}; S=${2:-12}
+export SVC_LIFETIME=$(( ${S%.*} + 45 ))
+exec /work/main/.venv/bin/python harness.py "$V" "$S" --mode self \
+  --env SVC_CLIENTS=8 --env-a SVC_EXECUTOR=thread --env-a SVC_WORKERS=8 --env-b SVC_EXECUTOR=process --env-b SVC_WORKERS=2 \
+  -- /work/main/.venv/bin/python service.py
