@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from diagnose.bundle.writer import WORKERS_MEMBER
 from diagnose.errors import BadBundle
+from diagnose.render.terminal import FIRST_SCREEN_FINDINGS
 from diagnose.verdict.service import WorkerVerdict, finding_site, service_verdict
 
 if TYPE_CHECKING:
@@ -132,7 +133,6 @@ SHOWN_SCORE = 0.5
 #: and, among the findings the worker's own first screen shows, those scoring at least this
 #: share of its lead: a neighbour that takes the cores lowers every score, not the ranking
 CLOSE_TO_LEAD = 0.5
-FIRST_SCREEN = 3
 
 
 def merged_findings(reports: list[tuple[int, bool, Report]]) -> list[dict[str, Any]]:
@@ -150,7 +150,8 @@ def merged_findings(reports: list[tuple[int, bool, Report]]) -> list[dict[str, A
             score = f.get("score")
             if not isinstance(score, (int, float)):
                 continue
-            if not (i == 0 or score >= SHOWN_SCORE or (i < FIRST_SCREEN and score >= close)):
+            on_first_screen = i < FIRST_SCREEN_FINDINGS and score >= close
+            if not (i == 0 or score >= SHOWN_SCORE or on_first_screen):
                 continue
             site = finding_site(f)
             entry = merged.get((str(f.get("id")), site))

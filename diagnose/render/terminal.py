@@ -175,11 +175,15 @@ def _service_finding_lines(findings: list[dict[str, Any]], width: int) -> list[s
     return lines
 
 
+#: how many findings a report's first screen lists
+FIRST_SCREEN_FINDINGS = 3
+
+
 def _finding_lines(report: Report, width: int) -> list[str]:
-    """The top three findings (evidence, first fix) and two advisories."""
+    """The top findings (evidence, first fix) and two advisories."""
     v = report["verdict"]
     lines: list[str] = []
-    main = [f for f in report["findings"] if not f.get("advisory")][:3]
+    main = [f for f in report["findings"] if not f.get("advisory")][:FIRST_SCREEN_FINDINGS]
     if not main:
         lines += _wrap(plain(v["headline"], TEXT_LIMIT), "  ", "  ", width)
     for i, f in enumerate(main, 1):
