@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 from dataclasses import replace
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,9 @@ def _fake_capture(script: list[Any]) -> Any:
         shutil.copytree(SOURCE, out)
         out.chmod(0o700)
         manifest = Manifest.from_dict(json.loads((out / "manifest.json").read_text()))
-        manifest.capture = replace(manifest.capture, ended_by=step)
+        # started now, as a real capture: the store prunes by the capture's age
+        now = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+        manifest.capture = replace(manifest.capture, ended_by=step, started=now)
         writer = BundleWriter(SafeDir.open(out))
         writer.write_manifest(manifest)
         return CaptureResult(out, manifest, TARGET, writer)
