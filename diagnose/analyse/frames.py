@@ -448,13 +448,14 @@ class FrameRules:
             n, f = split_frame(frame)
             if self.spin.matches(n, f):
                 return True
-        if pool is None:
-            return False
         for frame in reversed(stack):
             if frame.endswith(f"({KERNEL})"):
                 continue
             n, f = split_frame(frame)
-            return pool.spin.matches(n, f)
+            # the thread's pool's wait loops, or those of the runtime the leaf is in (torch's
+            # pool threads are OpenMP's: they wait in libgomp)
+            owners = [p for p in self.pools if p.library.matches_library(n, f)]
+            return any(p.spin.matches(n, f) for p in ([pool] if pool else []) + owners)
         return False
 
     def wait_kind(self, leaf_frame: str) -> str | None:

@@ -44,6 +44,7 @@ def pools(ctx: Context) -> None:
     spin: dict[str, float] = defaultdict(float)  # spinning in the pool's loops, any thread
     threads: dict[str, set[int]] = defaultdict(set)
     spun: set[int] = set()
+    app_spin = 0.0  # spin in the application threads' own parallel regions
     for s in ctx.oncpu:
         pool = member.get(s.tid)
         if pool is None:  # an application thread: the pool it called into, if any
@@ -54,9 +55,16 @@ def pools(ctx: Context) -> None:
         if frames.spins(s.stack, pool):
             spin[pool.name if pool is not None else ""] += s.weight
             spun.add(id(s))
+            if s.tid not in member:
+                app_spin += s.weight
     ctx.oncpu = [replace(s, category="spin") if id(s) in spun else s for s in ctx.oncpu]
     m["pool_threads"] = len(member)
     m["pool_cpu_share"] = rounded(sum(cpu.values()) / total, 4)
+    # a pool thread spinning on a core no other thread wanted takes nothing from the work
+    runq = m.get("runq_to_oncpu_ratio")
+    wanted = min(1.0, float(runq)) if runq is not None else 1.0
+    pool_spin = sum(spin.values()) - app_spin
+    m["spin_share_contended"] = rounded((app_spin + pool_spin * wanted) / total, 4)
     named = {p.name: p for p in frames.pools}
     ranked = sorted(
         {*cpu, *(k for k in spin if k)}, key=lambda n: -(cpu.get(n, 0.0) + spin.get(n, 0.0))

@@ -636,6 +636,12 @@ CATALOGUE: tuple[MetricDef, ...] = (
         "Share of preprocessing samples in the busiest preprocessing thread (1.0 = serial).",
     ),
     _def(
+        "preprocess_top_thread_stage_share",
+        "share",
+        "proc,pyspy",
+        "Share of that thread's own on-CPU samples that are preprocessing: what a cheaper stage gives back where that thread sets the throughput (a serial stage), whatever other threads (a native pool, spinning or not) add to the process's CPU.",
+    ),
+    _def(
         "preprocess_top_thread_busy",
         "share",
         "proc,pyspy",
@@ -680,6 +686,13 @@ CATALOGUE: tuple[MetricDef, ...] = (
         "share",
         "perf",
         "Share of on-CPU samples spinning in a native pool's wait loops (blas_thread_server, exec_blas, gomp barriers, kmp waits, sched_yield), in pool threads or in the application threads that started the parallel region: CPU spent waiting, not computing.",
+        better="lower",
+    ),
+    _def(
+        "spin_share_contended",
+        "share",
+        "perf",
+        "The spin that costs the work: share of on-CPU samples spinning in application threads (a parallel region waiting for its helpers), plus the pool threads' spin in proportion to how much other threads waited for a core (runq_to_oncpu_ratio, at most 1): a pool thread spinning on a core no thread wanted takes nothing from the service.",
         better="lower",
     ),
     _def(

@@ -52,6 +52,43 @@ def test_pool_threads_their_cpu_and_spin_and_the_size_fix():
     assert m["oncpu_share_compute"] == 0.4
 
 
+# torch's pool threads are OpenMP's: their frames are in libtorch, their waits in the copy of
+# libgomp the wheel bundles, which perf cannot name (the runtime computes nothing itself)
+TORCH_GEMM = "mkl_blas_def_sgemm_kernel_0_zen (libtorch_cpu.so)"
+GOMP = "[unknown] (libgomp.so.1)"
+TORCH_STACK = (CLONE, GOMP, "at::internal::invoke_parallel (libtorch_cpu.so)")
+
+
+def test_a_torch_pool_thread_waiting_in_unnamed_libgomp_code_is_spinning():
+    ctx = run_pools(
+        [
+            (2, (*TORCH_STACK, GOMP), 6.0),  # the pool thread between regions
+            (2, (*TORCH_STACK, TORCH_GEMM), 2.0),
+            (1, (HANDLE, "at::native::addmm (libtorch_cpu.so)", GOMP), 1.0),  # the caller's barrier
+            (1, (HANDLE, TORCH_GEMM), 1.0),
+        ],
+        runq_to_oncpu_ratio=2.0,
+    )
+    m = ctx.metrics
+    assert m["pool_name"] == "torch" and m["pool_threads"] == 1
+    assert m["oncpu_share_spin"] == 0.7
+    assert m["spin_share_contended"] == 0.7  # threads queued for cores: all of it costs
+
+
+def test_near_miss_a_pool_spinning_on_a_core_nobody_wanted_costs_only_its_callers_spin():
+    samples = [
+        (2, (*TORCH_STACK, GOMP), 6.0),
+        (2, (*TORCH_STACK, TORCH_GEMM), 2.0),
+        (1, (HANDLE, "at::native::addmm (libtorch_cpu.so)", GOMP), 1.0),
+        (1, (HANDLE, TORCH_GEMM), 1.0),
+    ]
+    m = run_pools(samples, runq_to_oncpu_ratio=0.0).metrics
+    assert m["oncpu_share_spin"] == 0.7
+    assert m["spin_share_contended"] == 0.1  # the caller's own wait at the barrier
+    m = run_pools(samples, runq_to_oncpu_ratio=0.5).metrics
+    assert m["spin_share_contended"] == 0.4  # half of the pool thread's 0.6 was wanted
+
+
 def test_near_miss_a_native_thread_outside_any_pool_library_is_no_pool_thread():
     ctx = run_pools([(3, (CLONE, "worker_loop (libmyext.so)"), 5.0), (1, (HANDLE, GEMM), 5.0)])
     m = ctx.metrics

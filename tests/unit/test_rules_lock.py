@@ -177,13 +177,13 @@ def test_a_lock_whose_holder_runs_is_the_lock():
 def test_a_lock_whose_holder_spins_a_native_pool_is_the_pool_s_cost():
     # GIVEN blind batch 6's s02: 8 request threads queue on the lock around a ranker whose
     # holder runs OpenBLAS with its default pool, 61% of the CPU in the pool's wait loops
-    spin = {"oncpu_share_spin": 0.61, "pool_threads": 1, "pool_name": "OpenBLAS",
-            "pool_cpu_share": 0.44, "runq_to_oncpu_ratio": 1.4}  # fmt: skip
+    spin = {"oncpu_share_spin": 0.61, "spin_share_contended": 0.61, "pool_threads": 1,
+            "pool_name": "OpenBLAS", "pool_cpu_share": 0.44, "runq_to_oncpu_ratio": 1.4}  # fmt: skip
     m = healthy(**{**CONTENDED, **spin})
     assert when("lock.contended", m) is False
     expect(m, "scheduling", "oversubscription")
     # near miss: a pool that spins for a third of the CPU leaves the lock the story
-    m = healthy(**{**CONTENDED, **spin, "oncpu_share_spin": 0.35})
+    m = healthy(**{**CONTENDED, **spin, "oncpu_share_spin": 0.35, "spin_share_contended": 0.35})
     expect(m, "lock", "mutex")
     # without native stacks the spin is not measured: the lock is still judged
     m = healthy(**{**CONTENDED, **spin, "oncpu_source": "py-spy", "oncpu_share_spin": None})

@@ -264,6 +264,7 @@ POOL_SPIN = {
     "oncpu_source": "perf+py-spy",
     "oncpu_share_compute": 0.07,
     "oncpu_share_spin": 0.85,
+    "spin_share_contended": 0.85,
     "pool_threads": 1,
     "pool_cpu_share": 0.55,
     "pool_name": "OpenBLAS",
