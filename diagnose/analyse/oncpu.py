@@ -152,7 +152,7 @@ def _shares(ctx: Context, total: float, native: bool) -> None:
     m["compute_top_function"] = most_common(comp, 1)[0][0] if comp else ""
     m["memory_top_function"] = most_common(leaf_memory, 1)[0][0] if leaf_memory else ""
     m["model_unnamed_library"] = unnamed_library(leaf_by_cat.get("model", {})) if native else None
-    _preprocess_threads(ctx, thread_by_cat.get("preprocess", {}))
+    _preprocess_threads(ctx, thread_by_cat)
     ctx.out.oncpu = {
         **ctx.out.oncpu,  # the stage step's "structure"
         "total_weight": total,
@@ -182,18 +182,23 @@ def unnamed_library(leaves: Mapping[str, float]) -> str:
     return m.group(1) if m else ""
 
 
-def _preprocess_threads(ctx: Context, by_thread: Mapping[int, float]) -> None:
-    """How serial preprocessing is: the threads that do it, the busiest one's share."""
+def _preprocess_threads(ctx: Context, thread_by_cat: Mapping[str, Mapping[int, float]]) -> None:
+    """How serial preprocessing is: the threads that do it, the busiest one's share of it
+    and of its own on-CPU time."""
     m = ctx.metrics
+    by_thread = thread_by_cat.get("preprocess", {})
     ptotal = sum(by_thread.values())
     if ptotal > 0:
         m["preprocess_threads"] = sum(1 for v in by_thread.values() if v >= 0.1 * ptotal)
         top_tid, top_w = most_common(by_thread, 1)[0]
+        own = sum(c.get(top_tid, 0.0) for c in thread_by_cat.values())
         m["preprocess_top_thread_share"] = rounded(top_w / ptotal, 3)
+        m["preprocess_top_thread_stage_share"] = rounded(top_w / own, 3)
         m["preprocess_top_thread_busy"] = _busy_fraction(ctx.threads, top_tid)
     else:
         m["preprocess_threads"] = 0
         m["preprocess_top_thread_share"] = 0.0
+        m["preprocess_top_thread_stage_share"] = 0.0
         m["preprocess_top_thread_busy"] = 0.0
 
 

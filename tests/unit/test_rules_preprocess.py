@@ -1,6 +1,8 @@
 """Preprocessing rules: one saturated thread doing the preprocessing is a serial stage;
 most of the process's CPU going to preprocessing is heavy preprocessing."""
 
+import pytest
+
 from tests.unit.rulekit import UNKNOWN, expect, fired, healthy, verdict, when
 
 # measured on samples/preprocess_tokenize.py: one tokeniser thread, two model workers that
@@ -25,6 +27,7 @@ SERIAL = {
     "preprocess_top_function": "normalise (samples/preprocess_tokenize.py:35)",
     "preprocess_threads": 1,
     "preprocess_top_thread_share": 1.0,
+    "preprocess_top_thread_stage_share": 0.75,
     "preprocess_top_thread_busy": 0.97,
 }
 
@@ -52,6 +55,43 @@ def test_without_the_gil_sampler_the_gil_rule_waits_and_the_stage_is_still_the_v
     m = healthy(**{**SERIAL, "gil_holder_preprocess_share": None})
     assert when("lock.gil", m) is UNKNOWN
     expect(m, "preprocess", "serial")
+
+
+#: measured: tests/targets/async_predict.py (an ``async def predict`` that cleans, tokenizes,
+#: then runs a BERT built from a config, on the event loop; cutting the cleaning: 2.1x): the
+#: loop's thread spent 37% of its CPU preprocessing, but torch's second pool thread spun
+#: beside it, so the process's share was half that
+EVENT_LOOP_WITH_POOL = {
+    **SERIAL,
+    "oncpu_source": "perf+py-spy",
+    "oncpu_share_preprocess": 0.18,
+    "oncpu_share_inference": 0.26,
+    "oncpu_share_spin": 0.50,
+    "spin_share_contended": 0.14,
+    "preprocess_top_thread_stage_share": 0.37,
+    "preprocess_top_thread_busy": 0.999,
+    "pool_threads": 1,
+    "pool_cpu_share": 0.51,
+    "runq_to_oncpu_ratio": 0.19,
+    "busy_share_runnable": 0.16,
+    "gil_holder_preprocess_share": 0.71,
+    "busy_share_gil": 0.0,
+    "busy_share_gil_all": 0.0,
+}
+
+
+def test_a_serial_stage_is_weighed_in_its_own_thread_not_against_a_pool_spinning_beside_it():
+    m = healthy(**EVENT_LOOP_WITH_POOL)
+    v = expect(m, "preprocess", "serial")
+    assert v.findings[0].score == pytest.approx(0.37 * 0.999)
+    # the pool's spin is said, at what it costs: the cores the loop's thread waited for
+    spin = next(f for f in v.findings if f.rule.id == "scheduling.pool_spin")
+    assert spin.score == 0.14
+
+
+def test_near_miss_a_thread_that_mostly_runs_the_model_is_no_serial_stage():
+    m = healthy(**{**EVENT_LOOP_WITH_POOL, "preprocess_top_thread_stage_share": 0.3})
+    assert when("preprocess.serial", m) is False
 
 
 def test_a_single_preprocessing_thread_with_time_to_spare_is_not_serial():
@@ -89,6 +129,7 @@ GUNICORN_WORKER = {
     "oncpu_share_inference": 0.0,
     "preprocess_threads": 1,
     "preprocess_top_thread_share": 1.0,
+    "preprocess_top_thread_stage_share": 0.97,
     "preprocess_top_thread_busy": 0.98,
     "process_cpu_cores": 0.82,
     "process_cpu_share": 0.41,
@@ -123,12 +164,14 @@ def test_the_slowest_stage_of_a_process_pipeline_is_serial():
 
 
 def test_a_third_of_the_cpu_in_preprocessing_is_neither():
-    m = healthy(**{**SERIAL, "oncpu_share_preprocess": 0.3, "process_cpu_share": 0.9})
+    third = {"oncpu_share_preprocess": 0.3, "preprocess_top_thread_stage_share": 0.3}
+    m = healthy(**{**SERIAL, **third, "process_cpu_share": 0.9})
     assert not {"preprocess.serial", "preprocess.heavy"} & fired(m)
 
 
 def test_preprocessing_unknown_without_stacks():
-    m = healthy(**{**SERIAL, "oncpu_share_preprocess": None, "process_cpu_share": 0.9})
+    unknown = {"oncpu_share_preprocess": None, "preprocess_top_thread_stage_share": None}
+    m = healthy(**{**SERIAL, **unknown, "process_cpu_share": 0.9})
     assert when("preprocess.serial", m) is UNKNOWN
     assert when("preprocess.heavy", m) is UNKNOWN
     # an unknown share cannot make a false condition true: three-valued logic
