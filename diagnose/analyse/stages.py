@@ -145,11 +145,34 @@ def model_paths(
                 continue
             old = merged.get((path, how))
             merged[(path, how)] = (w + (old[0] if old else 0.0), old[1] if old else callee)
-        if merged:
-            out[tid] = [
-                ModelPath(p, how, w, callee, _cut(p, entry.get(tid), line_calls or {}))
-                for (p, how), (w, callee) in sorted(merged.items(), key=lambda kv: -kv[1][0])
-            ]
+        found_paths = [
+            ModelPath(p, how, w, callee, _cut(p, entry.get(tid), line_calls or {}))
+            for (p, how), (w, callee) in sorted(merged.items(), key=lambda kv: -kv[1][0])
+        ]
+        found_paths = _without_stale_kernels(found_paths, frames)
+        if found_paths:
+            out[tid] = found_paths
+    return out
+
+
+def _without_stale_kernels(paths: list[ModelPath], frames: FrameRules) -> list[ModelPath]:
+    """Drop a path found by a joined native frame alone that runs before or after a model
+    framework's call of the same thread, no heavier than it: kernels joined inside the
+    code around a named model call are that call's, joined late (a thread whose requests
+    are shorter than py-spy's period is seen at its hottest line of preprocessing before
+    and after whole model calls), and such a path would place that code after itself."""
+    named = [mp for mp in paths if mp.found_by == "framework" and not is_native_frame(mp.callee)]
+    if not named:
+        return paths
+    out = []
+    for mp in paths:
+        joined = mp.found_by == "kernel" or is_native_frame(mp.callee)
+        around = any(
+            big.weight >= mp.weight and relation(mp.path, big.path, frames)[0] in ("pre", "post")
+            for big in named
+        )
+        if not (joined and around):
+            out.append(mp)
     return out
 
 

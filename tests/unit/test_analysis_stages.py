@@ -342,6 +342,31 @@ def test_a_kernel_seen_only_after_the_thread_left_the_line_is_no_model_call() ->
     assert "fold (text.py:31)" in [mp.path[-1] for mp in ctx.structure.calls]  # type: ignore[union-attr]
 
 
+def test_kernels_joined_to_the_cleaning_before_a_named_model_call_are_that_call_s() -> None:
+    # GIVEN an async endpoint whose requests are shorter than py-spy's period: its line 24
+    # calls a torch module, and 3 of the 5 sure samples at the cleaning's hottest line (fold,
+    # line 31) joined the model's GEMM (tests/targets/async_predict.py, one capture in three)
+    gemm = "mkl_blas_def_sgemm_kernel_0_zen (libtorch_cpu.so)"
+    model = ("serve (app.py:90)", "handle (app.py:24)", TORCH)
+    stale = ("serve (app.py:90)", "handle (app.py:20)", "fold (text.py:31)", gemm)
+    work = ("serve (app.py:90)", "handle (app.py:20)", "fold (text.py:31)")
+    later = ("serve (app.py:90)", "handle (app.py:20)", "fold (text.py:33)")
+    samples = [
+        (1, model, 20.0, 8.0),
+        (1, stale, 3.0, 3.0),
+        (1, work, 2.0, 2.0),
+        (1, later, 9.0, 4.0),
+    ]
+    got, ctx = sure_placed(samples)
+    # THEN the torch call is the only model call, and fold's other lines are not "after" one
+    assert [mp.path[-1] for mp in ctx.structure.calls] == ["handle (app.py:24)"]  # type: ignore[union-attr]
+    assert got[(1, later)] == ("preprocess", "structure")
+    assert got[(1, stale)][0] == "compute"  # the sample itself: the kernel it ran
+    # near miss: without the named call, the kernels at fold's line are a model call
+    _, ctx = sure_placed(samples[1:])
+    assert [mp.path[-1] for mp in ctx.structure.calls] == ["fold (text.py:31)"]  # type: ignore[union-attr]
+
+
 def test_a_kernel_call_seen_once_or_twice_is_no_model_call() -> None:
     # GIVEN 2 sure GEMV samples at fold's line 31, the line's only samples, and a model call
     # (by its kernel) at handle's line 24 with 40
