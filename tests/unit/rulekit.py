@@ -71,6 +71,7 @@ HEALTHY: dict[str, Any] = {
     "idle_share": 0.4,
     "idle_share_client": 0.0,
     "oncpu_share_spin": 0.02,
+    "oncpu_share_postprocess": 0.0,
     "spin_share_contended": 0.02,
     "pool_threads": 0,
     "pool_cpu_share": 0.0,
