@@ -2,10 +2,13 @@
 
 A thread without Python frames belongs to the pool whose libraries most of its on-CPU
 frames are in (rules/frames.toml ``[[pool]] library``). A sample of any thread whose
-leaf-most user-space frame is one of that pool's wait loops (``spin``), or that yields
-anywhere (``[pools] spin``), is *spinning*: CPU time spent waiting for work or for the other
-threads of a parallel region, not computing. Application threads spin too, inside the
-parallel region they started (OpenBLAS's ``exec_blas`` waiting for its helpers).
+leaf-most user-space frame is one of the wait loops (``spin``) of that pool or of the
+runtime the frame is in (torch's pool threads wait in libgomp), or that yields anywhere
+(``[pools] spin``), is *spinning*: CPU time spent waiting for work or for the other threads
+of a parallel region, not computing. Application threads spin too, inside the parallel
+region they started (OpenBLAS's ``exec_blas`` waiting for its helpers). What the spin costs
+the work (``spin_share_contended``) is the application threads' own, and the pool threads'
+as far as other threads waited for a core.
 
 Native frames come from perf: without it, which thread belongs to which pool and how much of
 their time is spin is not measured (the metrics stay None, with perf's reason).
