@@ -124,8 +124,7 @@ def model_paths(
         path = tuple(f for f in s.stack[: call[0]] if not is_native_frame(f))
         if not path:
             continue
-        joined = call[1] == "kernel" or is_native_frame(s.stack[call[0]])
-        if joined:
+        if _by_joined_frame(call[1], s.stack[call[0]]):
             if frames.wait_kind(path[-1]) is not None:
                 continue
             kernel_at[path] += s.sure_weight
@@ -136,8 +135,7 @@ def model_paths(
         merged: dict[tuple[Stack, str], tuple[float, str]] = {}
         for (path, how, callee), w in most_common(found):
             k = kernel_at[path]
-            joined = how == "kernel" or is_native_frame(callee)
-            if joined and (
+            if _by_joined_frame(how, callee) and (
                 k < KERNEL_PATH_MIN
                 or k < KERNEL_LINE_SHARE * at_line[path]
                 or (how == "kernel" and k < KERNEL_PATH_SHARE * compute)
@@ -161,19 +159,24 @@ def _without_stale_kernels(paths: list[ModelPath], frames: FrameRules) -> list[M
     code around a named model call are that call's, joined late (a thread whose requests
     are shorter than py-spy's period is seen at its hottest line of preprocessing before
     and after whole model calls), and such a path would place that code after itself."""
-    named = [mp for mp in paths if mp.found_by == "framework" and not is_native_frame(mp.callee)]
+    named = [mp for mp in paths if not _by_joined_frame(mp.found_by, mp.callee)]
     if not named:
         return paths
-    out = []
-    for mp in paths:
-        joined = mp.found_by == "kernel" or is_native_frame(mp.callee)
-        around = any(
+    return [
+        mp
+        for mp in paths
+        if not _by_joined_frame(mp.found_by, mp.callee)
+        or not any(
             big.weight >= mp.weight and relation(mp.path, big.path, frames)[0] in ("pre", "post")
             for big in named
         )
-        if not (joined and around):
-            out.append(mp)
-    return out
+    ]
+
+
+def _by_joined_frame(found_by: str, callee: str) -> bool:
+    """Was the call found by a native frame, which rests on joining perf's sample to py-spy's
+    stack of that moment (a kernel, or a framework's library), not by a Python frame?"""
+    return found_by == "kernel" or is_native_frame(callee)
 
 
 def entries(samples: list[OnCpuSample]) -> dict[int, tuple[str, str]]:
