@@ -12,14 +12,16 @@ if TYPE_CHECKING:
     from diagnose.bundle.reader import Bundle
 
 
-def analyse(bundle: Bundle, rules_dir: Path | None = None) -> Analysis:
+def analyse(bundle: Bundle, rules_dir: Path | None = None, feeds: str = "") -> Analysis:
+    """The bundle's analysis; ``feeds``: why its process is the feeding stage of a sibling
+    process's model (analyse/service.py), or ""."""
     # imported here, not above: importing the metric catalogue (analyse/registry.py), as the
     # rules and the CLI do, must not import pandas (tests/unit/test_cli_start.py)
     from diagnose.analyse.frames import frame_rules
     from diagnose.analyse.load import load
     from diagnose.analyse.pipeline import analyse_data
 
-    return analyse_data(load(bundle), frame_rules(rules_dir))
+    return analyse_data(load(bundle), frame_rules(rules_dir), feeds=feeds)
 
 
 def __getattr__(name: str) -> Any:

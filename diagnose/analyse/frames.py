@@ -262,6 +262,7 @@ class FrameRules:
         spin: _Matcher | None = None,
         serving: _Matcher | None = None,
         model_kernels: _Matcher | None = None,
+        sends: _Matcher | None = None,
     ) -> None:
         self.categories = categories
         self.waits = waits
@@ -269,6 +270,7 @@ class FrameRules:
         self.handoff = handoff or _Matcher()
         self.serving = serving or _Matcher()
         self.model_kernels = model_kernels or _Matcher()
+        self.sends = sends or _Matcher()
         self.pools = pools or []
         self.spin = spin or _Matcher()
         self._stage = [c for c in categories if c.kind == "stage"]
@@ -290,7 +292,7 @@ class FrameRules:
         n = sum(len(c) for c in caches)
         for cache in caches:
             cache.clear()
-        matchers = [self.handoff, self.serving, self.model_kernels, self.spin]
+        matchers = [self.handoff, self.sends, self.serving, self.model_kernels, self.spin]
         matchers += self.waits.values()
         matchers += [c.matcher for c in self.categories]
         matchers += [m for p in self.pools for m in (p.library, p.spin)]
@@ -411,6 +413,11 @@ class FrameRules:
     def is_handoff(self, frame: str) -> bool:
         n, f = split_frame(frame)
         return self.handoff.matches(n, f)
+
+    def is_send(self, frame: str) -> bool:
+        """Does ``frame`` send work to another process (``[structure] sends``)?"""
+        n, f = split_frame(frame)
+        return self.sends.matches(n, f)
 
     def serves_client(self, stack: Stack) -> bool:
         """Is the code that asked for this socket wait a server's (``[waits] client``)?
@@ -583,8 +590,9 @@ def load_frame_rules(path: Path) -> FrameRules:
     handoff = _compile(structure.get("handoff", []), tf.where(tf.key_line("handoff")))
     serving = _compile(structure.get("serving", []), tf.where(tf.key_line("serving")))
     kernels = _compile(structure.get("model_kernels", []), tf.where(tf.key_line("model_kernels")))
+    sends = _compile(structure.get("sends", []), tf.where(tf.key_line("sends")))
     pools, spin = _pools(tf, path)
-    return FrameRules(cats, waits, str(path), handoff, pools, spin, serving, kernels)
+    return FrameRules(cats, waits, str(path), handoff, pools, spin, serving, kernels, sends)
 
 
 @lru_cache(maxsize=8)

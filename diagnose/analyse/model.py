@@ -230,6 +230,9 @@ class Context:
     structure: Structure | None = None
     #: lock hot spots, longest wait first (set by the lock steps)
     hotspots: list[Hotspot] = field(default_factory=list)
+    #: why this process is the feeding stage of a sibling process that calls the model
+    #: ("" where it is not: analyse/service.py, feeding_processes)
+    feeds: str = ""
 
     @property
     def metrics(self) -> dict[str, Any]:

@@ -77,11 +77,15 @@ STEPS: tuple[Step, ...] = (
 )
 
 
-def analyse_data(data: BundleData, frames: FrameRules, steps: tuple[Step, ...] = STEPS) -> Analysis:
-    """Run ``steps`` over the bundle's tables; say why each metric left unwritten is."""
+def analyse_data(
+    data: BundleData, frames: FrameRules, steps: tuple[Step, ...] = STEPS, feeds: str = ""
+) -> Analysis:
+    """Run ``steps`` over the bundle's tables; say why each metric left unwritten is.
+    ``feeds``: why the process is the feeding stage of a sibling's model (or "")."""
     ctx = Context(
         data, frames, Analysis(metrics={}, unmeasured={}, per_thread=None, thread_time=None)
     )
+    ctx.feeds = feeds
     try:
         for step in steps:
             step(ctx)

@@ -151,6 +151,12 @@ CATALOGUE: tuple[MetricDef, ...] = (
         "process_cpu_share + host_service_cpu_share: the share of the usable CPUs the whole service used (every worker of a pre-fork server); the process's own share where it has no sibling workers and the other processes were not scanned.",
     ),
     _def(
+        "stage_cpu_share",
+        "share",
+        "proc,host_procs,system",
+        "The share of the usable CPUs used by the service's processes that do this process's work: the whole service (service_cpu_share) for replicas such as a pre-fork server's workers; for a process that feeds a sibling process's model (it sends work to it and calls no model itself), the feeding processes' CPU together.",
+    ),
+    _def(
         "host_neighbour_cpu_share",
         "share",
         "proc,host_procs,system",

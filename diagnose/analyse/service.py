@@ -13,15 +13,28 @@ application threads that call the pools, and the size in force now (the environm
 setting, else the library's default: one thread per CPU it sees). A process alone is a
 service of one: its service figures are its own (:func:`lone_process`, a pipeline step);
 :func:`share_cores` rewrites them once every worker of a capture has been analysed.
+
+A multiprocessing service's processes need not be replicas: a pipeline's parent parses and
+puts the work on a queue that a sibling process reads and runs the model on. Judged alone,
+the parsing process has no model call and its CPU is unexplained. The structure decides, as
+between threads (analyse/stages.py): a process that never calls the model but sends work to
+other processes (``[structure] sends``) while a sibling calls the model is that model's
+feeding stage (:func:`feeding_processes`); its Python work is preprocessing, and the stage's
+CPU (``stage_cpu_share``) is that of the processes that run it, not the whole service's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from diagnose.analyse.frames import FrameRules
 from diagnose.analyse.model import Analysis, Context
+
+#: the evidence a feeding process's threads carry (analyse/stages.py, feeders)
+FEEDS = (
+    "its process sends work ({sends}) to the service's processes that call the model (PID {pids})"
+)
 
 #: the service's metric -> the per-process metric it sums
 SUMMED = {
@@ -37,15 +50,39 @@ def lone_process(ctx: Context) -> None:
     for service, own in SUMMED.items():
         if m.get(own) is not None:
             m[service] = m[own]
+    m["stage_cpu_share"] = m.get("service_cpu_share")
     _pool_sizes(m, ctx.out.oncpu, ctx.frames)
 
 
-def share_cores(analyses: Sequence[Analysis], frames: FrameRules) -> None:
+def feeding_processes(analyses: Mapping[int, Analysis]) -> dict[int, str]:
+    """Of one service's processes (pid -> analysis), those that feed a sibling's model: no
+    thread of theirs calls the model, they send work to other processes, and another
+    process of the service calls the model. pid -> the evidence."""
+    model = sorted(pid for pid, a in analyses.items() if a.metrics.get("model_call_threads"))
+    if not model:
+        return {}
+    pids = ", ".join(str(p) for p in model[:3])
+    out: dict[int, str] = {}
+    for pid, a in analyses.items():
+        sent = (a.oncpu.get("structure") or {}).get("sends")
+        if pid not in model and sent:
+            out[pid] = FEEDS.format(sends=sent, pids=pids)
+    return out
+
+
+def share_cores(
+    analyses: Sequence[Analysis], frames: FrameRules, feeding: Sequence[Analysis] = ()
+) -> None:
     """The analyses of one service's processes (sharing the cores), rewritten in place
     with the service's figures: the sums over all of them, the pool size that fits the
-    cores for every application thread of the service."""
+    cores for every application thread of the service; ``feeding``: those of them that are
+    the feeding stage of the others' model, whose stage's CPU is theirs together."""
     if len(analyses) < 2:
         return
+    stage = [a.metrics.get("process_cpu_share") for a in feeding]
+    for a in feeding:
+        if all(isinstance(v, (int, float)) for v in stage):
+            a.metrics["stage_cpu_share"] = round(sum(float(v or 0.0) for v in stage), 3)
     sums: dict[str, float | None] = {}
     for service, own in SUMMED.items():
         values = [a.metrics.get(own) for a in analyses]

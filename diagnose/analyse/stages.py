@@ -24,7 +24,9 @@ can mislead (an endpoint called ``predict``). The structure of the calls says mo
 3. **Feeding threads.** A thread that never calls the model but hands work to the threads
    that do (a queue put, an executor submit, a thread-pool run: ``[structure] handoff``; or,
    measured by perf, it woke their waits for work) is a preprocessing stage: its samples are
-   preprocessing, unless they name serialisation.
+   preprocessing, unless they name serialisation. So is every thread of a process that
+   calls no model but sends work to a sibling process that does (``ctx.feeds``, decided
+   over the service's processes: analyse/service.py).
 
 Names decide only where the structure cannot (a thread that neither calls the model nor
 feeds one, a sample that shares no frame with a model path). What stays "other" is shown in
@@ -542,10 +544,15 @@ def _order_votes(
 def feeders(ctx: Context, structure: Structure) -> dict[int, str]:
     """Threads that never call the model but hand work to threads that do: tid -> evidence
     (the hand-off frame seen in its Python stacks, or perf's count of wakeups of the model
-    threads' waits for work)."""
+    threads' waits for work). In a process that feeds a sibling process's model
+    (``ctx.feeds``) and calls none itself, every thread running Python code is that feeding
+    stage's."""
     model_tids = set(structure.paths)
     if not model_tids:
-        return {}
+        if not ctx.feeds:
+            return {}
+        running = {s.tid for s in ctx.oncpu} & set(ctx.data.python_tids)
+        return dict.fromkeys(sorted(running), ctx.feeds)
     data, frames = ctx.data, ctx.frames
     out: dict[int, str] = {}
     iv = data.py_intervals
@@ -570,6 +577,16 @@ def feeders(ctx: Context, structure: Structure) -> dict[int, str]:
                 continue
             out[w] = f"woke the model threads' waits for work {int(n)} times (perf)"
     return out
+
+
+def sends(ctx: Context) -> str:
+    """The first frame of the process's Python stacks that sends work to another process
+    (``[structure] sends``: a multiprocessing queue's put, a connection's send), or ""."""
+    for stack in ctx.data.py_stacks.values():
+        hit = next((f for f in stack if ctx.frames.is_send(f)), "")
+        if hit:
+            return hit
+    return ""
 
 
 # --- metrics ---------------------------------------------------------------------------------
@@ -600,6 +617,7 @@ def _metrics(ctx: Context, structure: Structure) -> None:
             {"tid": tid, "name": names.get(tid, ""), "evidence": ev}
             for tid, ev in sorted(structure.feeders.items())[:20]
         ],
+        "sends": sends(ctx),
         "same_line": [
             {"tid": tid, "line": line[-1], "order": order or "not measured"}
             for (tid, line), order in sorted(structure.same_line.items())[:20]

@@ -64,15 +64,29 @@ class Analysed:
 def analyse_service(
     bundle_path: Path | Bundle | SafeDir, rules_dir: Path | None = None
 ) -> Analysed:
-    """Analyse the bundle and the bundles of its service's other workers, and count their
-    threads together against the cores they share (analyse/service.py)."""
+    """Analyse the bundle and the bundles of its service's other workers, analyse again
+    those that feed a sibling's model as that feeding stage, and count their threads
+    together against the cores they share (analyse/service.py)."""
     from diagnose.analyse.frames import frame_rules
-    from diagnose.analyse.service import share_cores
+    from diagnose.analyse.service import feeding_processes, share_cores
 
     bundle = open_bundle(bundle_path)
     analysis = analyse(bundle, rules_dir)
     others = _analyse_workers(bundle, rules_dir)
-    share_cores([analysis, *(w[1] for _e, w, _why in others if w)], frame_rules(rules_dir))
+    pids = {int(bundle.manifest.target.pid): (bundle, analysis)}
+    pids.update((int(str(e.get("pid"))), w) for e, w, _why in others if w)
+    feeding = feeding_processes({pid: a for pid, (_b, a) in pids.items()})
+    again = {pid: analyse(pids[pid][0], rules_dir, feeds=why) for pid, why in feeding.items()}
+    analysis = again.get(int(bundle.manifest.target.pid), analysis)
+    others = [
+        (e, (w[0], again.get(int(str(e.get("pid"))), w[1])) if w else None, why)
+        for e, w, why in others
+    ]
+    share_cores(
+        [analysis, *(w[1] for _e, w, _why in others if w)],
+        frame_rules(rules_dir),
+        list(again.values()),
+    )
     return Analysed(bundle, analysis, others)
 
 

@@ -11,34 +11,23 @@ from __future__ import annotations
 
 import io
 import multiprocessing as mp
-import os
-import queue
 import sys
 import time
 
 import numpy as np
+from mpqueue import next_item, start_pipeline
 from PIL import Image
 
 
-def _next(q: mp.Queue, parent: int) -> object:
-    """The next item, or None once the parent is gone (a killed parent sends no None)."""
-    while True:
-        try:
-            return q.get(timeout=1.0)
-        except queue.Empty:
-            if os.getppid() != parent:
-                return None
-
-
 def decode(jobs: mp.Queue, pixels: mp.Queue, parent: int) -> None:
-    while (data := _next(jobs, parent)) is not None:
+    while (data := next_item(jobs, parent)) is not None:
         img = Image.open(io.BytesIO(data)).convert("RGB").resize((32, 32))
         pixels.put(np.asarray(img, dtype=np.float32).ravel())
 
 
 def score(pixels: mp.Queue, done: mp.Queue, parent: int) -> None:
     w = np.random.default_rng(0).standard_normal((32 * 32 * 3, 16)).astype(np.float32)
-    while (x := _next(pixels, parent)) is not None:
+    while (x := next_item(pixels, parent)) is not None:
         done.put(float((x @ w).max()))
 
 
@@ -48,14 +37,7 @@ def main(decoders: int, seconds: float) -> None:
     buf = io.BytesIO()
     Image.fromarray(picture).save(buf, format="JPEG", quality=90)
     data = buf.getvalue()
-    ctx = mp.get_context("fork")
-    jobs, pixels, done = ctx.Queue(8), ctx.Queue(8), ctx.Queue()
-    me = os.getpid()
-    stages = [ctx.Process(target=decode, args=(jobs, pixels, me)) for _ in range(decoders)]
-    stages.append(ctx.Process(target=score, args=(pixels, done, me)))
-    for p in stages:
-        p.daemon = True
-        p.start()
+    jobs, _pixels, done = start_pipeline(decode, decoders, score, maxsize=8)
     end, ready = time.monotonic() + seconds, False
     while time.monotonic() < end:
         jobs.put(data)

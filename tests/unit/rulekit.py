@@ -157,6 +157,8 @@ def healthy(**changes: Any) -> dict[str, Any]:
     # metrics the analysis derives from others, derived the same way unless a test sets them
     derived = _derived(m)
     m.update({k: v for k, v in derived.items() if k not in changes})
+    if "stage_cpu_share" not in changes:  # a process alone: its service is its stage
+        m["stage_cpu_share"] = m["service_cpu_share"]
     unknown = set(m) - set(known_metrics())
     assert not unknown, f"not registered metrics: {unknown}"
     return m

@@ -7,7 +7,7 @@ in; a sample whose leaf-most user-space frame is the pool's wait loop is spin, i
 from __future__ import annotations
 
 from diagnose.analyse import oncpu, pools, service
-from diagnose.analyse.model import OnCpuSample
+from diagnose.analyse.model import Analysis, OnCpuSample
 
 from .analysis import FR, bundle_data, context
 
@@ -143,3 +143,41 @@ def test_near_miss_a_setting_in_force_above_the_fit_is_still_a_fix():
         SPINNING, cores_available=2.0, app_threads_busy=2, logical_cpus=2, pool_threads_env=4
     )
     assert ctx.metrics["pool_size_fix"].startswith("OPENBLAS_NUM_THREADS=1 ")
+
+
+# --- a pipeline of processes: which feed the model (issue 39, batch 13's s12) --------------
+
+
+def _analysis(**metrics: object) -> Analysis:
+    sends = str(metrics.pop("sends", ""))
+    return Analysis(
+        metrics=dict(metrics), unmeasured={}, per_thread=None, thread_time=None,
+        oncpu={"structure": {"sends": sends}},
+    )  # fmt: skip
+
+
+SEND = "_ConnectionBase.send_bytes (/usr/lib/python3.11/multiprocessing/connection.py:200)"
+
+
+def test_a_process_sending_to_the_model_process_is_its_feeding_stage():
+    # GIVEN a pipeline: 11 parses and sends, 12 runs the model (and sends its results on),
+    # 13 sends nothing (a metrics child)
+    parser = _analysis(model_call_threads=0, sends=SEND, process_cpu_share=0.46)
+    model = _analysis(model_call_threads=1, sends=SEND, process_cpu_share=0.09)
+    other = _analysis(model_call_threads=0, process_cpu_share=0.01)
+    got = service.feeding_processes({11: parser, 12: model, 13: other})
+    # THEN only the parser feeds the model, and the evidence names both
+    assert set(got) == {11} and "PID 12" in got[11] and "send_bytes" in got[11], got
+    # its stage's CPU is its own, the model's stays the service's
+    for a in (parser, model, other):
+        a.metrics["service_cpu_share"] = a.metrics["stage_cpu_share"] = 0.56
+    service.share_cores([parser, model, other], FR, [parser])
+    assert parser.metrics["stage_cpu_share"] == 0.46
+    assert model.metrics["stage_cpu_share"] == 0.56
+
+
+def test_near_miss_no_model_anywhere_means_no_feeding_stage():
+    # replicas of a service without a model call (or a model not recognised) stay replicas
+    a = _analysis(model_call_threads=0, sends=SEND)
+    b = _analysis(model_call_threads=0, sends=SEND)
+    assert service.feeding_processes({1: a, 2: b}) == {}

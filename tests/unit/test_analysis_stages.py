@@ -195,6 +195,42 @@ def test_a_thread_that_feeds_the_model_threads_is_preprocessing() -> None:
     assert "queue.py" in ctx.structure.feeders[2]  # type: ignore[union-attr]
 
 
+SEND = "_ConnectionBase.send_bytes (/usr/lib/python3.11/multiprocessing/connection.py:200)"
+
+
+def test_a_process_that_feeds_a_sibling_model_is_its_preprocessing() -> None:
+    # GIVEN a process that calls no model: thread 1 parses, thread 2 (a multiprocessing
+    # queue's feeder thread) sends the results to another process
+    parse: Stack = ("run (app.py:50)", "step (app.py:20)")
+    feed: Stack = ("_feed (/usr/lib/python3.11/multiprocessing/queues.py:250)", SEND)
+    stacks: dict[int, Stack] = {0: parse, 1: feed}
+    iv = [(1, 0.0, 0.1, 0), (2, 0.0, 0.1, 1)]
+    samples = [(1, parse, 3.0), (2, feed, 0.2)]
+    got, ctx = placed(samples, iv, stacks)
+    # THEN alone its parsing is no stage, and what it sends to is recorded
+    assert got[(1, parse)] == ("other", "name")
+    assert ctx.out.oncpu["structure"]["sends"] in feed
+    # WHEN a sibling process calls the model (analyse/service.py), it is that model's feeder
+    data = bundle_data([], iv, stacks)
+    ctx = context(data)
+    ctx.feeds = "its process sends work to PID 7, which calls the model"
+    ctx.oncpu = [OnCpuSample(t, st, w, FR.categorize(st)) for t, st, w in samples]
+    stages.stages(ctx)
+    assert {(s.tid, s.category, s.how) for s in ctx.oncpu} >= {(1, "preprocess", "structure")}
+    assert ctx.metrics["feeder_threads"] == 2
+    # near miss: a process with a model call of its own keeps its threads' own structure
+    model: Stack = ("worker (app.py:60)", "infer_one (app.py:64)", TORCH)
+    stacks2: dict[int, Stack] = {0: parse, 2: model}
+    iv2 = [(1, 0.0, 0.1, 0), (3, 0.0, 0.1, 2)]
+    ctx = context(bundle_data([], iv2, stacks2))
+    ctx.feeds = "its process sends work to PID 7, which calls the model"
+    ctx.oncpu = [
+        OnCpuSample(t, st, w, FR.categorize(st)) for t, st, w in [(1, parse, 3.0), (3, model, 1.0)]
+    ]
+    stages.stages(ctx)
+    assert next(s for s in ctx.oncpu if s.tid == 1).category == "other"
+
+
 def _same_line_run(order: str) -> tuple[dict[int, Stack], list[tuple[int, float, float, int]]]:
     """py-spy stacks of thread 1 through ``score(tidy(x))`` at handle line 20: "GM" runs
     tidy first, then the model; "MG" the other way round; repeated 20 times."""

@@ -163,6 +163,16 @@ def test_the_slowest_stage_of_a_process_pipeline_is_serial():
     assert when("preprocess.serial", even) is False
 
 
+def test_a_process_feeding_a_sibling_model_is_its_stage_alone():
+    # GIVEN a parser process that feeds its sibling's model (analyse/service.py), with the
+    # model's process as busy as it: the whole service is not its stage
+    stage = {**GUNICORN_WORKER, "process_cpu_share": 0.48, "host_service_cpu_share": 0.45}
+    fed = healthy(**{**stage, "stage_cpu_share": 0.48})
+    # THEN its one saturated thread is the serial stage; as a replica it is not
+    assert when("preprocess.serial", fed) is True
+    assert when("preprocess.serial", healthy(**stage)) is False
+
+
 def test_a_third_of_the_cpu_in_preprocessing_is_neither():
     third = {"oncpu_share_preprocess": 0.3, "preprocess_top_thread_stage_share": 0.3}
     m = healthy(**{**SERIAL, **third, "process_cpu_share": 0.9})

@@ -1,0 +1,54 @@
+"""Blind batch 13's s12 class on a real process (tests/targets/feed_process.py): a pipeline
+of processes in which one parses in plain Python and puts the result on a multiprocessing
+queue that a sibling process feeds to a torch model. Judged alone, the parsing process had
+no model call and 95% of its CPU stayed unexplained; its queue's GIL hand-over made the
+verdict lock/gil. A process that sends work to the service's processes that call the model,
+calling none itself, is their feeding stage: its parsing is preprocessing, done by one
+thread busy all the time, and the stage's CPU is its own (not the whole pipeline's)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, end_session
+from tests.e2e.cli import run_cli
+
+pytestmark = pytest.mark.e2e
+TARGET = ROOT / "tests" / "targets" / "feed_process.py"
+
+
+def test_a_process_feeding_a_sibling_model_is_its_preprocessing_stage(tmp_path: Path):
+    pytest.importorskip("torch")
+    proc = subprocess.Popen(
+        [sys.executable, str(TARGET), "1", "60"],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    out = tmp_path / "bundle"
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        res = run_cli("attach", str(proc.pid), "-d", "5", "--format", "json", "-o", str(out))
+        assert res.returncode in (0, 5), res.stderr
+    finally:
+        end_session(proc)  # its stages too
+    report = json.loads((out / "report.json").read_text())
+    workers = {w["pid"]: w for w in report["service"]["workers"]}
+    assert len(workers) >= 2, workers
+    # the parser: the busiest process, no model call of its own, fed to its sibling's model
+    m = report["metrics"]
+    assert m["model_call_threads"] == 0, m["model_call_site"]
+    feeders = report["oncpu"]["structure"]["feeders"]
+    assert any("call the model (PID" in f["evidence"] for f in feeders), feeders
+    assert m["oncpu_share_preprocess"] >= 0.5 > m["oncpu_share_other"], m
+    assert "step (" in str(m["preprocess_top_function"]), m["preprocess_top_function"]
+    assert m["stage_cpu_share"] < m["service_cpu_share"], m
+    ids = [f["id"] for f in report["findings"]]
+    assert "preprocess.serial" in ids, ids
+    verdict = report["service"]["verdict"]
+    assert (verdict["primary"], verdict["kind"]) == ("preprocess", "serial"), verdict
