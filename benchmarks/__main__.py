@@ -23,6 +23,7 @@ command prints the machine, the load average, raw rows (JSON lines, also kept un
   watch-cost        diagnose watch's own CPU per cycle, projected to its default duty cycle
   watch-memory      diagnose watch's memory capture by capture: anonymous, Python objects
   sensitivity       every rule threshold moved by +-30%: which labelled captures turn wrong
+  calibration       confidence against the share right, on the blind batches' first sight
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ COMMANDS: dict[str, Callable[[list[str]], None]] = {
     "watch-cost": _module("watch_cost"),
     "watch-memory": _module("watch_memory"),
     "sensitivity": _module("sensitivity"),
+    "calibration": _module("calibration"),
 }
 
 
