@@ -21,6 +21,8 @@ between threads (analyse/stages.py): a process that never calls the model but se
 other processes (``[structure] sends``) while a sibling calls the model is that model's
 feeding stage (:func:`feeding_processes`); its Python work is preprocessing, and the stage's
 CPU (``stage_cpu_share``) is that of the processes that run it, not the whole service's.
+Which process reads a queue is not captured: a stage after the model in a process of its
+own (one that sends its results on) would be read as feeding it too.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ from diagnose.analyse.model import Analysis, Context
 
 #: the evidence a feeding process's threads carry (analyse/stages.py, feeders)
 FEEDS = (
-    "its process sends work ({sends}) to the service's processes that call the model (PID {pids})"
+    "its process calls no model and sends work to other processes ({sends}); "
+    "the service's model runs in PID {pids}"
 )
 
 #: the service's metric -> the per-process metric it sums
