@@ -13,7 +13,8 @@ structure can, from facts /proc gives cheaply and without stopping anything
 
 1. no children: the PID given is the service;
 2. a wrapper (a shell, ``env``, ``nohup``, ``tini``... by executable, or any process whose
-   every thread waits for a child to exit): follow its child, and decide again there;
+   every thread waits for a child to exit, unless it is Python and a child runs its program:
+   a multiprocessing parent joining its workers, 9): follow its child, and decide again there;
 3. a process that is not Python and is no wrapper: a native service, stay;
 4. it holds a listening socket that none of its children shares: it serves itself, stay
    (unless it is torchrun's agent, which listens for its ranks' rendezvous: as in 5);
@@ -156,7 +157,12 @@ def master_kind(p: ProcInfo) -> str:
 
 def is_wrapper(p: ProcInfo) -> bool:
     base = os.path.basename(p.exe) or p.comm
-    return (not p.is_python and base in WRAPPERS) or (p.waits_for_child and not p.listening)
+    if not p.is_python and base in WRAPPERS:
+        return True
+    # a Python parent joining children that run its own program is their multiprocessing
+    # parent (rule 9), not a launcher: it waits for its workers, not for the program it ran
+    own = p.is_python and any(runs_program_of(c, p) for c in p.children)
+    return p.waits_for_child and not p.listening and not own
 
 
 def not_worker_reason(child: ProcInfo) -> str:

@@ -219,6 +219,23 @@ def test_a_multiprocessing_pool_parent_is_followed_to_its_workers():
     assert sel.kind == "multiprocessing" and sel.pids == (101, 102)
 
 
+def test_a_multiprocessing_parent_joining_its_workers_is_no_wrapper():
+    # GIVEN batch 14's s12: the parent started a broker child (another program, listening),
+    # forked 2 workers that pull jobs from it, and joins them (its one thread in wait4)
+    argv = (PY, "service.py")
+    broker = proc(121, (PY, "broker.py", "18862"), listening=STORE, ports=("127.0.0.1:18862",))
+    w1, w2 = proc(122, argv, cpu_cores=0.9), proc(123, argv, cpu_cores=0.9)
+    root = proc(120, argv, waits_for_child=True, cpu_cores=0.0, children=(broker, w1, w2))
+    # THEN its workers are the service, the broker a server of its own (it was refused as
+    # "a wrapper whose children run different programs")
+    sel = select_service(root)
+    assert sel.kind == "multiprocessing" and sel.pids == (122, 123), sel
+    assert sel.left_out[0].pid == 121 and "server of its own" in sel.left_out[0].why
+    # near miss: a Python launcher joining a child that runs another program stays a wrapper
+    launcher = proc(124, (PY, "launch.py"), waits_for_child=True, children=(w1,))
+    assert select_service(launcher).kind == "wrapper"
+
+
 def test_a_multiprocessing_parent_that_works_itself_is_captured_with_its_workers():
     # near miss: the parent post-processes results itself (half a core)
     argv = (PY, "batch.py")
