@@ -67,7 +67,9 @@ def test_a_pool_as_large_as_the_load_is_no_lock(tmp_path: Path):
     m, v = report["metrics"], report["verdict"]
     assert m["threads_unseen"] is not None, report["collectors"]
     assert m["threads_unseen"] >= 30, m
-    assert m["busy_share_lock"] < 0.2, m
+    # some: 0.0-0.12 beside two CPU burners, 0.23 once beside another test file (2 cores);
+    # a pool of one is >= 0.5
+    assert m["busy_share_lock"] < 0.4, m
     assert v["primary"] != "lock", v["headline"]
 
 
