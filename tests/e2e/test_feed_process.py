@@ -33,7 +33,7 @@ def test_a_process_feeding_a_sibling_model_is_its_preprocessing_stage(tmp_path: 
     out = tmp_path / "bundle"
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        res = run_cli("attach", str(proc.pid), "-d", "5", "--format", "json", "-o", str(out))
+        res = run_cli("attach", str(proc.pid), "-d", "8", "--format", "json", "-o", str(out))
         assert res.returncode in (0, 5), res.stderr
     finally:
         end_session(proc)  # its stages too
