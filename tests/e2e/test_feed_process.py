@@ -37,10 +37,17 @@ def test_a_process_feeding_a_sibling_model_is_its_preprocessing_stage(tmp_path: 
         assert res.returncode in (0, 5), res.stderr
     finally:
         end_session(proc)  # its stages too
-    report = json.loads((out / "report.json").read_text())
-    workers = {w["pid"]: w for w in report["service"]["workers"]}
+    main = json.loads((out / "report.json").read_text())
+    workers = {w["pid"]: w for w in main["service"]["workers"]}
     assert len(workers) >= 2, workers
-    # the parser: the busiest process, no model call of its own, fed to its sibling's model
+    # the parser: no model call of its own, fed to its sibling's model (beside a busy
+    # neighbour the model's process can be the busiest, whose capture is the bundle's own)
+    reports = [main] + [
+        json.loads((out / w["report"].replace(".html", ".json")).read_text())
+        for w in workers.values()
+        if w["report"]
+    ]
+    report = max(reports, key=lambda r: r["metrics"]["oncpu_share_preprocess"] or 0.0)
     m = report["metrics"]
     assert m["model_call_threads"] == 0, m["model_call_site"]
     feeders = report["oncpu"]["structure"]["feeders"]
@@ -50,5 +57,5 @@ def test_a_process_feeding_a_sibling_model_is_its_preprocessing_stage(tmp_path: 
     assert m["stage_cpu_share"] < m["service_cpu_share"], m
     ids = [f["id"] for f in report["findings"]]
     assert "preprocess.serial" in ids, ids
-    verdict = report["service"]["verdict"]
+    verdict = main["service"]["verdict"]
     assert (verdict["primary"], verdict["kind"]) == ("preprocess", "serial"), verdict
