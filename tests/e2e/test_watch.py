@@ -122,6 +122,14 @@ def _query(port: int, promql: str) -> list[dict[str, Any]]:
     return list(doc["data"]["result"])
 
 
+def _ready(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=2) as resp:
+            return bool(resp.status == 200)
+    except OSError:
+        return False
+
+
 @contextlib.contextmanager
 def _prometheus(tmp_path: Path, target: str) -> Iterator[int]:
     exe = shutil.which("prometheus")
@@ -140,6 +148,9 @@ def _prometheus(tmp_path: Path, target: str) -> Iterator[int]:
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
+        # ready before use: a query sent while it starts is refused, which is not a bad query
+        wait_for(lambda: _ready(port) or proc.poll() is not None, 60, "Prometheus ready")
+        assert proc.poll() is None, f"prometheus exited {proc.returncode}"
         yield port
     finally:
         proc.terminate()
