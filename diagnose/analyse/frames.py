@@ -263,6 +263,7 @@ class FrameRules:
         serving: _Matcher | None = None,
         model_kernels: _Matcher | None = None,
         sends: _Matcher | None = None,
+        lifecycle: _Matcher | None = None,
     ) -> None:
         self.categories = categories
         self.waits = waits
@@ -271,6 +272,7 @@ class FrameRules:
         self.serving = serving or _Matcher()
         self.model_kernels = model_kernels or _Matcher()
         self.sends = sends or _Matcher()
+        self.lifecycle = lifecycle or _Matcher()
         self.pools = pools or []
         self.spin = spin or _Matcher()
         self._stage = [c for c in categories if c.kind == "stage"]
@@ -292,7 +294,8 @@ class FrameRules:
         n = sum(len(c) for c in caches)
         for cache in caches:
             cache.clear()
-        matchers = [self.handoff, self.sends, self.serving, self.model_kernels, self.spin]
+        matchers = [self.handoff, self.sends, self.lifecycle, self.serving, self.model_kernels]
+        matchers.append(self.spin)
         matchers += self.waits.values()
         matchers += [c.matcher for c in self.categories]
         matchers += [m for p in self.pools for m in (p.library, p.spin)]
@@ -418,6 +421,15 @@ class FrameRules:
         """Does ``frame`` send work to another process (``[structure] sends``)?"""
         n, f = split_frame(frame)
         return self.sends.matches(n, f)
+
+    def starts_or_ends(self, stack: Stack) -> bool:
+        """Is this native stack starting or ending a thread or a process
+        (``[structure] lifecycle``: clone, fork, exit, wait)?"""
+        for frame in stack:
+            n, f = split_frame(frame)
+            if self.lifecycle.matches(n, f):
+                return True
+        return False
 
     def serves_client(self, stack: Stack) -> bool:
         """Is the code that asked for this socket wait a server's (``[waits] client``)?
@@ -591,8 +603,11 @@ def load_frame_rules(path: Path) -> FrameRules:
     serving = _compile(structure.get("serving", []), tf.where(tf.key_line("serving")))
     kernels = _compile(structure.get("model_kernels", []), tf.where(tf.key_line("model_kernels")))
     sends = _compile(structure.get("sends", []), tf.where(tf.key_line("sends")))
+    lifecycle = _compile(structure.get("lifecycle", []), tf.where(tf.key_line("lifecycle")))
     pools, spin = _pools(tf, path)
-    return FrameRules(cats, waits, str(path), handoff, pools, spin, serving, kernels, sends)
+    return FrameRules(
+        cats, waits, str(path), handoff, pools, spin, serving, kernels, sends, lifecycle
+    )
 
 
 @lru_cache(maxsize=8)

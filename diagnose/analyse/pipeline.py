@@ -68,6 +68,7 @@ STEPS: tuple[Step, ...] = (
     flames.wall_and_waits,
     # perf: scheduler events, futex waits (measured lock holders), hardware
     sched.perf_scheduling,
+    sched.thread_lifecycle,
     locks.perf_locks,
     counters.false_sharing,
     false_sharing.shared_lines,

@@ -886,6 +886,13 @@ CATALOGUE: tuple[MetricDef, ...] = (
         "Thread-time the threads started during the trace took, per second, against busy_threads_mean (at most 1): their lives (first event to last, or the trace's end) and the other threads' waits they ended (perf's waker: a join, a result, the GIL handed over).",
     ),
     _def(
+        "thread_lifecycle_cpu_share",
+        "share",
+        "perf",
+        "Share of the process's on-CPU samples (perf, kernel frames included) starting or ending threads and processes: clone, fork, exit, wait ([structure] lifecycle in frames.toml). What a thread per request costs, as opposed to the work it runs.",
+        better="lower",
+    ),
+    _def(
         "sched_runq_delay_p50_ms",
         "ms",
         "perf_sched",

@@ -218,6 +218,27 @@ def thread_births(ctx: Context, off: pd.DataFrame, window: float) -> None:
         m["busy_share_started_threads"] = rounded(min(1.0, (alive + waited) / window / busy), 4)
 
 
+def thread_lifecycle(ctx: Context) -> None:
+    """What starting and ending threads and processes costs: the share of perf's on-CPU
+    samples of the process in clone, fork, exit and wait (``[structure] lifecycle``). The
+    started threads' own work is not this cost: a thread per connection that runs a whole
+    request costs its start and its exit, not the request."""
+    ns = ctx.data.native_samples
+    if ns is None or ns.empty:
+        return
+    weights = ns["weight"] if "weight" in ns else pd.Series(1.0, index=ns.index)
+    by_stack = weights.groupby(ns["stack_id"].astype(int)).sum()
+    total = float(by_stack.sum())
+    if total <= 0:
+        return
+    stacks = ctx.data.native_stacks
+    hit = 0.0
+    for sid, w in zip(by_stack.index.tolist(), by_stack.tolist(), strict=True):
+        if ctx.frames.starts_or_ends(stacks.get(int(sid), ())):
+            hit += float(w)
+    ctx.metrics["thread_lifecycle_cpu_share"] = rounded(hit / total, 4)
+
+
 def _window(df: pd.DataFrame) -> float:
     if df.empty:
         return 0.0

@@ -90,6 +90,7 @@ HEALTHY: dict[str, Any] = {
     "threads_started_per_s": 0.6,
     "threads_started_life_ms_p50": 3.0,
     "busy_share_started_threads": 0.001,
+    "thread_lifecycle_cpu_share": 0.0,
     # locks and the GIL
     "lock_top_waiters": 0,
     "lock_waiters_max": 0,

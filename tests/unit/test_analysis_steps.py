@@ -485,3 +485,35 @@ def test_an_analysis_leaves_the_shared_frame_rules_holding_none_of_its_stacks():
     # near miss: categorising a stack outside an analysis does cache it
     fr.categorize(("main (app.py:1)", "sgemm_kernel (libopenblas.so)"))
     assert fr.forget() > 0
+
+
+def test_starting_and_ending_threads_is_measured_apart_from_their_work():
+    # GIVEN perf samples of a process: 3 in a started thread's work, 1 in clone (a thread
+    # being started), 1 in exit (one ending), weighted, and one in a memory map that is no
+    # thread's start (the allocator's mmap)
+    interp = ("start (libpython3.11.so)", "_PyEval_EvalFrameDefault (libpython3.11.so)")
+    syscall = (
+        "entry_SYSCALL_64_after_hwframe ([kernel.kallsyms])",
+        "do_syscall_64 ([kernel.kallsyms])",
+    )
+    native = {
+        0: (*interp, "sgemm_kernel (libopenblas.so)"),
+        1: (*interp, "pthread_create@@GLIBC_2.34 (libc.so.6)", "__clone3 (libc.so.6)", *syscall,
+            "__do_sys_clone3 ([kernel.kallsyms])", "kernel_clone ([kernel.kallsyms])",
+            "copy_process ([kernel.kallsyms])"),
+        2: ("start_thread (libc.so.6)", *syscall, "__x64_sys_exit ([kernel.kallsyms])",
+            "do_exit ([kernel.kallsyms])", "exit_mm ([kernel.kallsyms])"),
+        3: (*interp, "__mmap (libc.so.6)", *syscall, "do_mmap ([kernel.kallsyms])"),
+    }  # fmt: skip
+    samples = pd.DataFrame(
+        {"t": [0.01, 0.02, 0.03, 0.04, 0.05, 0.06], "tid": [1, 1, 1, 2, 3, 1],
+         "stack_id": [0, 0, 0, 1, 2, 3], "weight": [1.0, 1.0, 1.0, 2.0, 1.0, 2.0]}
+    )  # fmt: skip
+    data = bundle_data(native_samples=samples, native_stacks=native, missing={})
+    m = run(data, sched.thread_lifecycle).metrics
+    # THEN the start and the exit are the cost (3 of 8 weighted samples), not the work
+    assert m["thread_lifecycle_cpu_share"] == 0.375
+
+
+def test_no_native_samples_leave_the_lifecycle_share_unmeasured():
+    assert "thread_lifecycle_cpu_share" not in run(bundle_data(), sched.thread_lifecycle).metrics

@@ -345,6 +345,10 @@ THREAD_PER_PIECE = {
     "threads_started_per_s": 1801.0,
     "threads_started_life_ms_p50": 0.81,
     "busy_share_started_threads": 1.0,
+    # blind batches 10-14's five such services: 0.08 to 0.32 of the CPU in clone/exit
+    # and 0.43 to 0.83 of the process's CPU time in the kernel
+    "thread_lifecycle_cpu_share": 0.08,
+    "process_sys_share": 0.43,
 }
 
 
@@ -361,8 +365,34 @@ def test_threads_started_for_long_work_or_rarely_are_not_fanout():
         {"threads_started_life_ms_p50": 200.0},
         {"threads_started_per_s": 20.0},
         {"busy_share_started_threads": 0.2},
+        {"thread_lifecycle_cpu_share": 0.03, "process_sys_share": 0.1},
     ):
         assert (
             when("scheduling.threads_per_request", healthy(**{**THREAD_PER_PIECE, **change}))
             is False
         )
+
+
+def test_a_thread_per_connection_that_costs_nothing_to_start_is_not_fanout():
+    # blind batch 14's s04: Flask starts a thread per request (167/s, 41 ms each) and each
+    # runs the whole request, so they held all the busy time; starting and ending them took
+    # 1.2% of the CPU while 8 OpenBLAS threads per request crowded 2 cores
+    conn = {
+        **THREAD_PER_PIECE,
+        "busy_share_gil": 0.04,
+        "busy_share_gil_all": 0.04,
+        "gil_waiters_mean": 0.1,
+        "threads_started_per_s": 167.0,
+        "threads_started_life_ms_p50": 41.0,
+        "thread_lifecycle_cpu_share": 0.012,
+        "process_sys_share": 0.045,
+    }
+    assert when("scheduling.threads_per_request", healthy(**conn)) is False
+
+
+def test_fanout_perf_did_not_follow_is_seen_in_the_kernel_s_share():
+    # batch 12's s10, second worker: 912 threads started per second; perf's recording of
+    # that worker missed the threads started after it attached (no clone seen), and 57% of
+    # the worker's CPU time was the kernel's
+    unseen = {**THREAD_PER_PIECE, "thread_lifecycle_cpu_share": 0.0, "process_sys_share": 0.57}
+    assert when("scheduling.threads_per_request", healthy(**unseen)) is True
