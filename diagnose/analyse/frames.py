@@ -460,6 +460,10 @@ class FrameRules:
             return None
         return self.pools[counts.index(max(counts))]
 
+    def pool_of_library(self, library: str) -> Pool | None:
+        """The native pool whose libraries include the file ``library`` (a base name)."""
+        return next((p for p in self.pools if p.library.matches("", library)), None)
+
     def spins(self, stack: Stack, pool: Pool | None) -> bool:
         """Is this on-CPU sample a pool's wait loop (its leaf-most user frame one of the
         pool's ``spin`` frames), or a yield anywhere in the stack?"""

@@ -248,6 +248,36 @@ def perf_locks(ctx: Context) -> None:
     gil_behind_locks(ctx.metrics)
 
 
+def lock_owner(ctx: Context) -> None:
+    """Step: whose lock the top hot spot is, by where it lies. A lock in a library's own data
+    (a static mutex: OpenBLAS serialising concurrent threaded GEMMs) is that library's, not
+    the application's, whatever line of the application's waits on it; a lock of a native
+    pool's library is the pool's (frames.toml ``[[pool]]``)."""
+    m = ctx.metrics
+    address = m.get("lock_top_address")
+    if address is None:
+        return
+    m["lock_top_pool"] = ""  # none found: also where the maps were not recorded
+    segments = ctx.data.system.get("data_segments")
+    if not isinstance(address, str) or not address.startswith("0x") or segments is None:
+        return
+    try:
+        at = int(address, 16)
+    except ValueError:
+        return
+    library = ""
+    for seg in segments:
+        try:
+            if int(seg["start"], 16) <= at < int(seg["end"], 16):
+                library = str(seg["library"])
+                break
+        except (KeyError, TypeError, ValueError):
+            continue
+    pool = ctx.frames.pool_of_library(library) if library else None
+    m["lock_top_library"] = library
+    m["lock_top_pool"] = pool.name if pool else ""
+
+
 def gil_behind_locks(m: dict[str, Any]) -> None:
     """``busy_share_gil_all``: the GIL waits, plus the waits on the top lock whose holder
     was itself queueing for the GIL (measured by perf; nothing is added where it was not).

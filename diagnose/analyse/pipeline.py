@@ -70,6 +70,7 @@ STEPS: tuple[Step, ...] = (
     sched.perf_scheduling,
     sched.thread_lifecycle,
     locks.perf_locks,
+    locks.lock_owner,
     counters.false_sharing,
     false_sharing.shared_lines,
     counters.hardware_counters,

@@ -981,6 +981,20 @@ CATALOGUE: tuple[MetricDef, ...] = (
         kind="text",
     ),
     _def(
+        "lock_top_library",
+        "text",
+        "system",
+        "The mapped file whose own writable data (.data, .bss) holds the top lock's address: a library's static mutex ('' for a lock in the heap or elsewhere: the application's, or one a library allocated).",
+        kind="text",
+    ),
+    _def(
+        "lock_top_pool",
+        "text",
+        "system",
+        "The native pool (frames.toml [[pool]]) whose library holds the top lock: the pool serialises the calls that reach it, and the waits are its cost. '' where none was found, which includes bundles whose system.json has no data_segments (lock_top_library is then unmeasured).",
+        kind="text",
+    ),
+    _def(
         "lock_top_holder_source",
         "text",
         "proc,pyspy",

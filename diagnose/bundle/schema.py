@@ -352,6 +352,7 @@ SYSTEM = Obj(
         ),
         "libraries": DictOf(_STRS),
         "env": DictOf(STR),
+        "data_segments": Opt(ListOf(Obj({"library": STR, "start": STR, "end": STR}))),
     }
 )
 

@@ -248,6 +248,44 @@ def loaded_libraries(pid: int) -> dict[str, list[str]]:
     return out
 
 
+#: at most this many libraries' data ranges are kept (a process maps a few hundred files)
+MAX_DATA_SEGMENTS = 400
+
+
+def data_segments(pid: int) -> list[dict[str, str]] | None:
+    """Where each mapped file's writable data lies (its .data, and the anonymous .bss that
+    follows it): a lock at an address inside one is that library's own, a static mutex
+    such as OpenBLAS's lock around concurrent threaded GEMMs. File names only; ``None``
+    when the maps cannot be read."""
+    try:
+        with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    out: list[dict[str, Any]] = []
+    last_end = -1
+    for line in lines:
+        parts = line.split(None, 5)
+        if len(parts) < 5:
+            continue
+        lo, _, hi = parts[0].partition("-")
+        try:
+            start, end = int(lo, 16), int(hi, 16)
+        except ValueError:
+            continue
+        path = parts[5].strip() if len(parts) == 6 else ""
+        writable = len(parts[1]) > 1 and parts[1][1] == "w"
+        if writable and path.startswith("/") and not path.endswith(" (deleted)"):
+            out.append({"library": os.path.basename(path)[:200], "start": start, "end": end})
+        elif writable and not path and out and start == last_end == out[-1]["end"]:
+            out[-1]["end"] = end  # the .bss past the file's end: anonymous, right after it
+        last_end = end
+    return [
+        {"library": d["library"], "start": hex(d["start"]), "end": hex(d["end"])}
+        for d in out[:MAX_DATA_SEGMENTS]
+    ]
+
+
 def env_settings(pid: int) -> tuple[dict[str, str], str]:
     """Allow-listed variables from /proc/PID/environ, and a note if it could not be read."""
     try:
@@ -405,6 +443,8 @@ class SystemSnapshot(Collector):
         self._snapshot["loadavg_end"] = read_proc("/proc/loadavg").split()[:3]
         # the dependencies it was connected to as the window closed (null: not readable)
         self._snapshot["outbound"] = outbound_peers(ctx.target.pid)
+        # at the end: libraries loaded during the window are mapped by then
+        self._snapshot["data_segments"] = data_segments(ctx.target.pid)
         ctx.writer.write_json("system.json", self._snapshot)
         status = CollectorStatus.OK
         return self.record(status, "; ".join(self._notes), ["system.json"])

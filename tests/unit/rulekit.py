@@ -98,6 +98,8 @@ HEALTHY: dict[str, Any] = {
     "lock_top_wait_s": 0.0,
     "lock_top_address": "",
     "lock_top_site": "",
+    "lock_top_library": "",
+    "lock_top_pool": "",
     "lock_top_holder_site": "",
     "gil_waiters_mean": 0.05,
     "gil_waiters_max": 1,

@@ -17,6 +17,7 @@ from diagnose.analyse.locks import (
     covered_within,
     gil_behind_locks,
     gil_wait_in_windows,
+    lock_owner,
     merged_intervals,
     perf_locks,
     proc_locks,
@@ -25,7 +26,7 @@ from diagnose.analyse.locks import (
 from diagnose.analyse.model import Holder, HolderThread, Hotspot
 from diagnose.analyse.pipeline import analyse_data
 from diagnose.analyse.threads import thread_states
-from tests.unit.analysis import FR, FUTEX, bundle_data, futex_table, run, ticks
+from tests.unit.analysis import FR, FUTEX, bundle_data, context, futex_table, run, ticks
 
 SITE = "worker (app.py:10)"  # where waiters wait: `with LOCK:`
 
@@ -321,3 +322,33 @@ def test_a_measured_holder_without_samples_in_its_windows_takes_the_inferred_sit
     hot = _hotspot(None)
     _attach_measured([hot], [_measured("")])
     assert hot.holder is None and hot.perf is not None
+
+
+SEGMENTS = [
+    {"library": "python3.11", "start": "0x5600000000", "end": "0x5600002000"},
+    {"library": "libscipy_openblas64_-32a4b2a6.so", "start": "0x7f0000000000", "end": "0x7f0000100000"},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("address", "library", "pool"),
+    [
+        ("0x7f0000000a08", "libscipy_openblas64_-32a4b2a6.so", "OpenBLAS"),  # its static mutex
+        ("0x5600001000", "python3.11", ""),  # a library's own, but no pool's
+        ("0x7f0000100000", "", ""),  # just past the .bss: the heap's, the application's
+    ],
+)
+def test_a_lock_s_owner_is_the_library_whose_data_holds_it(address, library, pool):
+    data = bundle_data(system={"data_segments": SEGMENTS})
+    ctx = context(data)
+    ctx.metrics["lock_top_address"] = address
+    lock_owner(ctx)
+    assert (ctx.metrics["lock_top_library"], ctx.metrics["lock_top_pool"]) == (library, pool)
+
+
+def test_without_the_maps_no_owner_is_claimed():
+    ctx = context(bundle_data(system={}))
+    ctx.metrics["lock_top_address"] = "0x7f0000000a08"
+    lock_owner(ctx)
+    # no pool found (the lock stays judged a lock), and the library unmeasured
+    assert ctx.metrics["lock_top_pool"] == "" and "lock_top_library" not in ctx.metrics

@@ -63,3 +63,19 @@ def test_a_file_without_the_symbol_gives_none(tmp_path):
     fake = tmp_path / "python"
     fake.write_bytes(b"\x7fELF not really")
     assert system.interpreter_runtime(os.getpid(), str(fake)) is None
+
+
+def test_a_static_variable_lies_in_its_library_s_data_segment():
+    # _PyRuntime is a static of the interpreter (libpython or the executable): its address
+    # falls in that file's writable data as this process maps it, the .bss included
+    real = ctypes.addressof(ctypes.c_char.in_dll(ctypes.pythonapi, "_PyRuntime"))
+    segments = system.data_segments(os.getpid())
+    assert segments is not None
+    owner = [s for s in segments if int(s["start"], 16) <= real < int(s["end"], 16)]
+    assert [s["library"] for s in owner] == [os.path.basename(_interpreter_elf())]
+    # file names only, never a path
+    assert all("/" not in s["library"] for s in segments)
+
+
+def test_the_data_segments_of_a_process_gone_are_unknown():
+    assert system.data_segments(2**22 + 12345) is None

@@ -188,3 +188,25 @@ def test_a_lock_whose_holder_spins_a_native_pool_is_the_pool_s_cost():
     # without native stacks the spin is not measured: the lock is still judged
     m = healthy(**{**CONTENDED, **spin, "oncpu_source": "py-spy", "oncpu_share_spin": None})
     assert when("lock.contended", m) is True
+
+
+def test_a_lock_in_a_native_pool_s_own_data_is_the_pool_s_oversubscription():
+    # GIVEN blind batch 14's s04 captured again: 334 request threads waited on a mutex in
+    # OpenBLAS's own data (its lock around each threaded GEMM), 63% of their busy time,
+    # while the pool spun for 60% of the CPU
+    pool_lock = {"lock_top_library": "libscipy_openblas64_-32a4b2a6.so", "lock_top_pool": "OpenBLAS",
+                 "lock_top_share": 0.63, "oncpu_share_spin": 0.6, "pool_threads": 120,
+                 "pool_name": "OpenBLAS"}  # fmt: skip
+    m = healthy(**{**CONTENDED, **pool_lock})
+    assert when("lock.contended", m) is False
+    v = expect(m, "scheduling", "oversubscription")
+    assert v.findings[0].rule.id == "scheduling.pool_lock" and v.findings[0].score == 0.63
+    assert "lock in libscipy_openblas64_-32a4b2a6.so's own data" in v.findings[0].summary
+
+
+def test_near_miss_a_lock_in_a_library_that_is_no_pool_stays_a_lock():
+    # a mutex in the C library's data (or the heap: "") is no pool's: the waits are a lock's
+    for library in ("libc.so.6", ""):
+        m = healthy(**{**CONTENDED, "lock_top_library": library, "lock_top_pool": ""})
+        assert when("scheduling.pool_lock", m) is False
+        expect(m, "lock", "mutex")
