@@ -4,6 +4,9 @@ its CPUs were with its work, diagnose's and others' (proc/cpus.csv)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -60,6 +63,34 @@ def system_metrics(ctx: Context) -> None:
         peers = [p for p in (_peer(x) for x in outbound[:PEERS_READ]) if p is not None]
         m["io_peers"] = "; ".join(_peer_text(*p) for p in peers[:PEERS_SHOWN]) or "none"
         m["io_peer_top"] = peers[0][0] if peers else ""
+    _touched(m, s)
+
+
+def _touched(m: dict[str, Any], s: Mapping[str, Any]) -> None:
+    """The memory the target accessed during the capture, against its last-level cache:
+    data that fits in the cache cannot be streamed from DRAM."""
+    touched = s.get("touched")
+    if not isinstance(touched, dict) or not isinstance(touched.get("bytes"), int):
+        return
+    m["touched_mb"] = rounded(touched["bytes"] / (1024 * 1024), 1)
+    llc = last_level_cache_bytes((s.get("cpu") or {}).get("caches") or [])
+    if llc:
+        m["touched_to_llc"] = rounded(touched["bytes"] / llc, 3)
+
+
+def last_level_cache_bytes(caches: list[Any]) -> int | None:
+    """The largest data or unified cache's size (sysfs's "32768K"), or None."""
+    best = 0
+    for c in caches:
+        if not isinstance(c, dict) or c.get("type") == "Instruction":
+            continue
+        text = str(c.get("size", "")).strip().upper()
+        unit = {"K": 1024, "M": 1024 * 1024}.get(text[-1:], 1)
+        try:
+            best = max(best, int(text.rstrip("KM")) * unit)
+        except ValueError:
+            continue
+    return best or None
 
 
 #: entries of system.json's ``outbound`` read (diagnose writes at most 10), and named

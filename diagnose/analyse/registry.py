@@ -886,6 +886,18 @@ CATALOGUE: tuple[MetricDef, ...] = (
         "Thread-time the threads started during the trace took, per second, against busy_threads_mean (at most 1): their lives (first event to last, or the trace's end) and the other threads' waits they ended (perf's waker: a join, a result, the GIL handed over).",
     ),
     _def(
+        "touched_mb",
+        "MiB",
+        "system",
+        "Memory the target accessed from the start of the capture to the window's end: its pages' accessed bits cleared (/proc/PID/clear_refs) then counted (smaps_rollup's Referenced). The span its loops ran over, shared pages included.",
+    ),
+    _def(
+        "touched_to_llc",
+        "ratio",
+        "system",
+        "touched_mb against the largest CPU cache (the last-level cache): below 1, all the data the process touched fits in the cache, so no loop of it streams from DRAM.",
+    ),
+    _def(
         "thread_lifecycle_cpu_share",
         "share",
         "perf",

@@ -353,6 +353,7 @@ SYSTEM = Obj(
         "libraries": DictOf(_STRS),
         "env": DictOf(STR),
         "data_segments": Opt(ListOf(Obj({"library": STR, "start": STR, "end": STR}))),
+        "touched": Opt(Obj({"bytes": INT, "seconds": NUM})),
     }
 )
 

@@ -36,6 +36,11 @@ def test_a_matrix_vector_product_is_memory_bound_and_a_matrix_product_compute(tm
     m, found = _capture(tmp_path, "gemv")
     assert m["kernel_share_memory"] >= 0.5 > m["kernel_share_compute"], m
     assert "memory_bandwidth.memory_bound_kernels" in found and "compute.kernels" not in found
+    # the span it ran over: the 64 MB table, read again each call (70.8 MB in all, here)
+    streamed = m["touched_mb"]
+    assert streamed is not None and streamed >= 64, m
     m, found = _capture(tmp_path, "gemm")
     assert m["kernel_share_compute"] >= 0.5 > m["kernel_share_memory"], m
     assert "compute.kernels" in found and "memory_bandwidth.memory_bound_kernels" not in found
+    # a table that stays in cache, and the interpreter's own pages: 15.1 MB here
+    assert m["touched_mb"] is not None and m["touched_mb"] < streamed / 2, m

@@ -38,6 +38,31 @@ def test_system_metrics_read_capacity_libraries_and_pool_settings():
     assert m["python_version"] == "3.12"
 
 
+@pytest.mark.parametrize(
+    ("touched", "caches", "mb", "ratio"),
+    [
+        # 340 MiB touched on a host whose largest cache is a 32 MiB L3: ten times the cache
+        ({"bytes": 340 * 2**20, "seconds": 12.0},
+         [{"level": "2", "type": "Unified", "size": "1024K"}, {"level": "3", "type": "Unified", "size": "32768K"}],
+         340.0, 10.625),
+        # 4 MiB on the same host: it all fits
+        ({"bytes": 4 * 2**20, "seconds": 12.0}, [{"level": "3", "type": "Unified", "size": "32M"}], 4.0, 0.125),
+        # no cache sizes known: the span alone
+        ({"bytes": 2**20, "seconds": 1.0}, [], 1.0, None),
+    ],
+)  # fmt: skip
+def test_the_memory_touched_is_measured_against_the_last_level_cache(touched, caches, mb, ratio):
+    m = run(
+        bundle_data(system={"touched": touched, "cpu": {"caches": caches}}), host.system_metrics
+    ).metrics
+    assert m["touched_mb"] == mb and m.get("touched_to_llc") == ratio
+
+
+def test_no_touched_memory_when_the_bits_could_not_be_cleared():
+    m = run(bundle_data(system={"touched": None, "cpu": {}}), host.system_metrics).metrics
+    assert "touched_mb" not in m and "touched_to_llc" not in m
+
+
 def test_process_and_host_cpu_tell_the_target_s_cpu_from_diagnose_s_and_others():
     # GIVEN a target using 1 core of 2 for 2 s, diagnose 0.2 core, both CPUs 80% busy
     process = pd.DataFrame({

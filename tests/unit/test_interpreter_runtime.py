@@ -79,3 +79,23 @@ def test_a_static_variable_lies_in_its_library_s_data_segment():
 
 def test_the_data_segments_of_a_process_gone_are_unknown():
     assert system.data_segments(2**22 + 12345) is None
+
+
+def test_the_memory_touched_since_the_bits_were_cleared_is_what_was_read():
+    import numpy as np
+
+    table = np.ones(64 * 1024 * 1024 // 8)  # 64 MiB, touched as it is filled
+    pid = os.getpid()
+    assert system.clear_referenced(pid) == ""
+    table.sum()  # reads all of it
+    all_of_it = system.referenced_bytes(pid)
+    assert system.clear_referenced(pid) == ""
+    table[:1000].sum()  # reads 8 KB of it
+    a_little = system.referenced_bytes(pid)
+    assert all_of_it is not None and all_of_it >= 60 * 1024 * 1024
+    assert a_little is not None and a_little < 24 * 1024 * 1024
+
+
+def test_the_memory_of_a_process_gone_is_unknown_and_said_so():
+    assert "could not be cleared" in system.clear_referenced(2**22 + 12345)
+    assert system.referenced_bytes(2**22 + 12345) is None
