@@ -264,6 +264,7 @@ class FrameRules:
         model_kernels: _Matcher | None = None,
         sends: _Matcher | None = None,
         lifecycle: _Matcher | None = None,
+        array_loops: _Matcher | None = None,
     ) -> None:
         self.categories = categories
         self.waits = waits
@@ -273,6 +274,7 @@ class FrameRules:
         self.model_kernels = model_kernels or _Matcher()
         self.sends = sends or _Matcher()
         self.lifecycle = lifecycle or _Matcher()
+        self.array_loops = array_loops or _Matcher()
         self.pools = pools or []
         self.spin = spin or _Matcher()
         self._stage = [c for c in categories if c.kind == "stage"]
@@ -295,7 +297,7 @@ class FrameRules:
         for cache in caches:
             cache.clear()
         matchers = [self.handoff, self.sends, self.lifecycle, self.serving, self.model_kernels]
-        matchers.append(self.spin)
+        matchers += [self.spin, self.array_loops]
         matchers += self.waits.values()
         matchers += [c.matcher for c in self.categories]
         matchers += [m for p in self.pools for m in (p.library, p.spin)]
@@ -421,6 +423,12 @@ class FrameRules:
         """Does ``frame`` send work to another process (``[structure] sends``)?"""
         n, f = split_frame(frame)
         return self.sends.matches(n, f)
+
+    def in_array_loop(self, frame: str) -> bool:
+        """Is ``frame`` (a native frame) the array library's own loop code
+        (``[structure] array_loops``)?"""
+        n, f = split_frame(frame)
+        return bool(f) and self.array_loops.matches(n, f)
 
     def starts_or_ends(self, stack: Stack) -> bool:
         """Is this native stack starting or ending a thread or a process
@@ -608,9 +616,10 @@ def load_frame_rules(path: Path) -> FrameRules:
     kernels = _compile(structure.get("model_kernels", []), tf.where(tf.key_line("model_kernels")))
     sends = _compile(structure.get("sends", []), tf.where(tf.key_line("sends")))
     lifecycle = _compile(structure.get("lifecycle", []), tf.where(tf.key_line("lifecycle")))
+    loops = _compile(structure.get("array_loops", []), tf.where(tf.key_line("array_loops")))
     pools, spin = _pools(tf, path)
     return FrameRules(
-        cats, waits, str(path), handoff, pools, spin, serving, kernels, sends, lifecycle
+        cats, waits, str(path), handoff, pools, spin, serving, kernels, sends, lifecycle, loops
     )
 
 

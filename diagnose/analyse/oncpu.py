@@ -92,6 +92,8 @@ def oncpu_shares(ctx: Context) -> None:
         for c in KERNEL_CATEGORIES:
             m[f"kernel_share_{c}"] = 0.0 if native else None
         m["oncpu_native_share"] = 0.0
+        m["oncpu_share_array_loops"] = 0.0 if native else None
+        m["oncpu_share_other_array_loops"] = 0.0 if native else None
         m["compute_share_framework"] = 0.0 if native else None
         m["model_unnamed_library"] = "" if native else None
         return
@@ -107,7 +109,7 @@ def _shares(ctx: Context, total: float, native: bool) -> None:
     leaf_all: dict[str, float] = defaultdict(float)
     by_kernel: dict[str, float] = defaultdict(float)
     leaf_memory: dict[str, float] = defaultdict(float)
-    native_w = framework_w = 0.0
+    native_w = framework_w = loops_w = loops_other_w = 0.0
     flame: dict[Stack, float] = defaultdict(float)
     for s in ctx.oncpu:
         by_cat[s.category] += s.weight
@@ -124,6 +126,10 @@ def _shares(ctx: Context, total: float, native: bool) -> None:
         leaf_all[leaf] += s.weight
         if kernel in ("memory", "allocator"):
             leaf_memory[leaf] += s.weight
+        # the array library's own loops that no stage or model call holds
+        if s.category in ("other", "memory") and frames.in_array_loop(leaf):
+            loops_w += s.weight
+            loops_other_w += s.weight if s.category == "other" else 0.0
         thread_by_cat[s.category][s.tid] += s.weight
         stacks_by_cat[s.category][s.stack] += s.weight
         if any(is_native_frame(f) for f in s.stack):
@@ -142,6 +148,8 @@ def _shares(ctx: Context, total: float, native: bool) -> None:
     inference = sum(by_cat.get(c, 0.0) for c in INFERENCE_CATEGORIES)
     m["oncpu_share_inference"] = rounded(inference / total, 4)
     m["oncpu_native_share"] = rounded(native_w / total, 4)
+    m["oncpu_share_array_loops"] = rounded(loops_w / total, 4) if native else None
+    m["oncpu_share_other_array_loops"] = rounded(loops_other_w / total, 4) if native else None
     m["oncpu_top_function"] = most_common(leaf_all, 1)[0][0] if leaf_all else ""
     pre = leaf_by_cat.get("preprocess", {})
     m["preprocess_top_function"] = most_common(pre, 1)[0][0] if pre else ""

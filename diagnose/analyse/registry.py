@@ -886,6 +886,18 @@ CATALOGUE: tuple[MetricDef, ...] = (
         "Thread-time the threads started during the trace took, per second, against busy_threads_mean (at most 1): their lives (first event to last, or the trace's end) and the other threads' waits they ended (perf's waker: a join, a result, the GIL handed over).",
     ),
     _def(
+        "oncpu_share_array_loops",
+        "share",
+        "perf",
+        "Share of on-CPU samples whose leaf-most user-space frame is the array library's own loop code (NumPy's elementwise, reduction and iteration loops: [structure] array_loops), outside any stage and model call (category other or memory). Compute or memory by the span touched (touched_to_llc), not by the loop's name.",
+    ),
+    _def(
+        "oncpu_share_other_array_loops",
+        "share",
+        "perf",
+        "The part of oncpu_share_other that is the array library's own loops: unplaced in a stage, but known to be array arithmetic (a rule scored by oncpu_share_array_loops explains it).",
+    ),
+    _def(
         "touched_mb",
         "MiB",
         "system",

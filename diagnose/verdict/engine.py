@@ -325,7 +325,7 @@ def judge(
             "rule": rival.rule.id,
             "separate_by": separating_measurement(top.rule.category, rival.rule.category),
         }
-    other = _unexplained(metrics)
+    other = _unexplained(metrics, top.rule)
     if other is not None and other > UNEXPLAINED_LARGE and _rests_on_oncpu(top.rule):
         f = max(UNEXPLAINED_FLOOR, 1.3 - other)
         conf *= f
@@ -347,8 +347,18 @@ def judge(
     )
 
 
-def _unexplained(metrics: Mapping[str, Any]) -> float | None:
-    v = metrics.get("oncpu_share_other")
+def _unexplained(metrics: Mapping[str, Any], rule: Rule | None = None) -> float | None:
+    """The on-CPU share no stage or kernel explains; less the array library's loops where
+    ``rule``'s score is built from them (they are its explanation)."""
+    v = _number(metrics.get("oncpu_share_other"))
+    if v is None or rule is None or rule.score is None:
+        return v
+    if "oncpu_share_array_loops" in rule.score.names:
+        v = max(0.0, v - (_number(metrics.get("oncpu_share_other_array_loops")) or 0.0))
+    return v
+
+
+def _number(v: Any) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 

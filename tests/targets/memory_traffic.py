@@ -2,10 +2,12 @@
 40 MB buffer and normalises it out of place (every page a first touch), ``reuse`` does the
 same arithmetic in buffers allocated once; ``gemv`` scores one query against a 64 MB table
 (a matrix-vector product: one pass over the table per query), ``gemm`` scores 256 queries
-at once against a table that stays in cache (a matrix product). One request thread, one
-BLAS thread. Prints "ready" once set up, then runs SECONDS.
+at once against a table that stays in cache (a matrix product). ``near`` and ``far`` compute
+squared distances elementwise, ``((table - q) ** 2).sum(1)`` (NumPy's own loops, no BLAS):
+``near`` to a 512 KB table, 64 queries per request, ``far`` to the 64 MB one. One request
+thread, one BLAS thread. Prints "ready" once set up, then runs SECONDS.
 
-    python memory_traffic.py fresh|reuse|gemv|gemm SECONDS"""
+    python memory_traffic.py fresh|reuse|gemv|gemm|near|far SECONDS"""
 
 from __future__ import annotations
 
@@ -52,6 +54,7 @@ def serve(mode: str, stop: threading.Event, ready: threading.Event) -> None:
     table = rng.standard_normal((262_144, 64)).astype(np.float32)  # 64 MB
     small = rng.standard_normal((2048, 256)).astype(np.float32)
     query, queries = table[0].copy(), small[:256].T.copy()
+    centroids = rng.standard_normal((4096, 32)).astype(np.float32)  # 512 KB
     ready.set()
     while not stop.is_set():
         if mode == "fresh":
@@ -60,6 +63,11 @@ def serve(mode: str, stop: threading.Event, ready: threading.Event) -> None:
             reuse(img, model, bufs)
         elif mode == "gemv":
             np.argmax(table @ query)
+        elif mode == "near":
+            for q in centroids[:64]:
+                np.argmin(((centroids - q) ** 2).sum(1))
+        elif mode == "far":
+            np.argmin(((table - query) ** 2).sum(1))
         else:
             np.argmax(small @ queries, axis=0)
 

@@ -45,6 +45,8 @@ HEALTHY: dict[str, Any] = {
     "host_client_names": "",
     "host_neighbour_names": "",
     "rss_mb": 300.0,
+    "touched_mb": 60.0,
+    "touched_to_llc": 1.9,
     "rss_growth_mb_per_min": 0.5,
     "minflt_per_s": 50.0,
     # thread time
@@ -111,6 +113,9 @@ HEALTHY: dict[str, Any] = {
     "oncpu_share_preprocess": 0.05,
     "oncpu_share_serialisation": 0.02,
     "oncpu_share_compute": 0.1,
+    "oncpu_share_array_loops": 0.0,
+    "oncpu_share_other_array_loops": 0.0,
+    "oncpu_top_function": "sgemm_kernel_HASWELL (libopenblas.so)",
     "compute_share_framework": 0.0,
     "oncpu_share_memory": 0.05,
     "oncpu_share_allocator": 0.02,
