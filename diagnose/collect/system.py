@@ -27,6 +27,7 @@ from diagnose import __version__
 from diagnose.bundle.manifest import CollectorRecord, CollectorStatus
 from diagnose.collect.base import CaptureContext, Collector
 from diagnose.collect.mapped import open_regular
+from diagnose.collect.perf.codebytes import parse_maps
 from diagnose.collect.procfs import parse_cpu_list
 from diagnose.collect.proctree import outbound_peers
 from diagnose.collect.tasks import read_proc
@@ -289,29 +290,17 @@ def data_segments(pid: int) -> list[dict[str, str]] | None:
     follows it): a lock at an address inside one is that library's own, a static mutex
     such as OpenBLAS's lock around concurrent threaded GEMMs. File names only; ``None``
     when the maps cannot be read."""
-    try:
-        with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as fh:
-            lines = fh.read().splitlines()
-    except OSError:
+    text = read_proc(f"/proc/{pid}/maps")
+    if not text:
         return None
     out: list[dict[str, Any]] = []
     last_end = -1
-    for line in lines:
-        parts = line.split(None, 5)
-        if len(parts) < 5:
-            continue
-        lo, _, hi = parts[0].partition("-")
-        try:
-            start, end = int(lo, 16), int(hi, 16)
-        except ValueError:
-            continue
-        path = parts[5].strip() if len(parts) == 6 else ""
-        writable = len(parts[1]) > 1 and parts[1][1] == "w"
-        if writable and path.startswith("/") and not path.endswith(" (deleted)"):
-            out.append({"library": os.path.basename(path)[:200], "start": start, "end": end})
-        elif writable and not path and out and start == last_end == out[-1]["end"]:
-            out[-1]["end"] = end  # the .bss past the file's end: anonymous, right after it
-        last_end = end
+    for m in parse_maps(text, need="w"):
+        if m.file_backed:
+            out.append({"library": os.path.basename(m.path)[:200], "start": m.start, "end": m.end})
+        elif not m.path and out and m.start == last_end == out[-1]["end"]:
+            out[-1]["end"] = m.end  # the .bss past the file's end: anonymous, right after it
+        last_end = m.end
     return [
         {"library": d["library"], "start": hex(d["start"]), "end": hex(d["end"])}
         for d in out[:MAX_DATA_SEGMENTS]

@@ -68,8 +68,9 @@ class MapEntry:
         }
 
 
-def parse_maps(text: str) -> list[MapEntry]:
-    """``/proc/PID/maps`` -> its executable mappings, sorted by address."""
+def parse_maps(text: str, need: str = "x") -> list[MapEntry]:
+    """``/proc/PID/maps`` -> its mappings whose permissions include ``need`` (executable
+    ones by default; "" for all), sorted by address."""
     out = []
     for line in text.splitlines():
         parts = line.split(None, 5)
@@ -80,7 +81,7 @@ def parse_maps(text: str) -> list[MapEntry]:
             offset = int(parts[2], 16)
         except ValueError:
             continue
-        if "x" not in parts[1]:
+        if need not in parts[1]:
             continue
         path = parts[5].strip() if len(parts) > 5 else ""
         inode = int(parts[4]) if parts[4].isdigit() else 0
