@@ -132,14 +132,7 @@ def outbound_peers(pid: int) -> list[dict[str, object]] | None:
     waited on first. None: its descriptors could not be read (it exited, or no access)."""
     if not os.access(f"/proc/{pid}/fd", os.R_OK | os.X_OK):
         return None
-    table = tcp_table(pid)
-    held = socket_inodes(pid)
-    listening = {table[i][1] for i in held if i in table and table[i][0] == "0A"}
-    peer_of = {
-        i: _tcp_address(table[i][2])
-        for i in held
-        if i in table and table[i][0] == "01" and table[i][1] not in listening
-    }
+    peer_of = outbound_sockets(pid, socket_inodes(pid))
     if not peer_of:
         return []
     sockets = Counter(peer_of.values())
@@ -153,6 +146,18 @@ def outbound_peers(pid: int) -> list[dict[str, object]] | None:
         {"peer": a, "connections": sockets[a], "threads_waiting": waiting.get(a, 0)}
         for a in ranked[:MAX_PEERS]
     ]
+
+
+def outbound_sockets(pid: int, held: set[int]) -> dict[int, str]:
+    """Socket inode -> peer address of the established TCP connections ``pid`` opened: those
+    of ``held`` whose local port is not one it listens on (an accepted one has that port)."""
+    table = tcp_table(pid)
+    listening = {table[i][1] for i in held if i in table and table[i][0] == "0A"}
+    return {
+        i: _tcp_address(table[i][2])
+        for i in held
+        if i in table and table[i][0] == "01" and table[i][1] not in listening
+    }
 
 
 def socket_inodes(pid: int) -> set[int]:
@@ -282,6 +287,7 @@ def describe(
         ports=tuple(dict.fromkeys(listening[i] for i in held)),
         request_threads=request_threads(pid),
         accepted=accepted_connections(pid, sockets, held),
+        connects_to=frozenset(outbound_sockets(pid, sockets).values()),
         waits_for_child=bool(waits) and all(w == CHILD_WAIT for w in waits),
         cpu_cores=None if cpu_cores is None else round(cpu_cores, 3),
         children=children,

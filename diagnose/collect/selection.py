@@ -25,8 +25,9 @@ structure can, from facts /proc gives cheaply and without stopping anything
    connections accepted on its listening socket (a pre-fork master accepts none): stay;
 7. children share its listening socket: a pre-fork server's master, as in 5;
 8. it neither serves (4-7) nor works (under :data:`PARENT_BUSY_CORES`), runs one thread
-   only, and its one child listens: a launcher that polls its child instead of waiting for
-   it; follow the child;
+   only, and its children all listen, each but one on a port the others' processes connect
+   to (a store it started beside the server): a launcher that polls its children instead
+   of waiting for them; follow the one the others serve, its dependencies left out;
 9. a ``multiprocessing`` parent: the children that run its program are its workers, and
    the parent is kept too when it works itself;
 10. otherwise (children that run other programs): stay, the children are helpers.
@@ -105,6 +106,8 @@ class ProcInfo:
     accepted: int = 0
     #: every thread is blocked waiting for a child to exit (wait4/waitid): a wrapper
     waits_for_child: bool = False
+    #: peers ("127.0.0.1:9000") of the TCP connections it opened
+    connects_to: frozenset[str] = frozenset()
     cpu_cores: float | None = None  # CPU it used over the selection's short window
     children: tuple[ProcInfo, ...] = ()
 
@@ -306,15 +309,21 @@ def _multiprocessing(
     root: ProcInfo, candidates: list[ProcInfo], left: list[LeftOut], via: tuple[int, ...]
 ) -> Selection:
     idle = root.cpu_cores is not None and root.cpu_cores < PARENT_BUSY_CORES
-    if idle and root.threads <= 1 and len(candidates) == 1 and candidates[0].listening:
+    front, deps = _front_server(candidates)
+    if idle and root.threads <= 1 and front is not None:
         # it neither serves (no socket, no thread on TCP) nor works, and has no thread
-        # besides the one that polls its child (threads that wait on anything are a
-        # service's); its one child serves: a launcher that polls its child
-        inner = _select(candidates[0], (*via, root.pid))
+        # besides the one that polls its children (threads that wait on anything are a
+        # service's); one child serves, and the others serve only it: a launcher
+        inner = _select(front, (*via, root.pid))
+        one = "whose one child serves" if not deps else f"whose child {front.pid} serves"
         why = (
             f"PID {root.pid} is a launcher (no listening socket, no thread on TCP, "
-            f"{root.cpu_cores:.2f} cores) whose one child serves; {inner.why}"
+            f"{root.cpu_cores:.2f} cores) {one}; {inner.why}"
         )
+        left += [
+            LeftOut(d.pid, d.comm, f"a dependency of {front.pid} (listening on {_ports(d)})")
+            for d in deps
+        ]
         kind = "wrapper" if inner.kind == "service" else inner.kind
         return replace(inner, kind=kind, why=why, left_out=tuple(left) + inner.left_out)
     workers: list[ProcInfo] = []
@@ -336,6 +345,33 @@ def _multiprocessing(
         return Selection("multiprocessing", (root, *workers), why, tuple(left), via, root)
     why = f"{what}, with {_count(workers, 'worker')}"
     return Selection("multiprocessing", tuple(workers), why, tuple(left), (*via, root.pid), root)
+
+
+def _front_server(candidates: list[ProcInfo]) -> tuple[ProcInfo | None, list[ProcInfo]]:
+    """Of children that all listen, the one the others serve: each other child's port is one
+    that child's processes connect to (a store, a cache it started beside the service).
+    (None, []) unless exactly one is left."""
+    if not candidates or not all(c.listening for c in candidates):
+        return None, []
+    deps = [
+        d
+        for d in candidates
+        if any(_port_set(d) & _peer_ports(c) for c in candidates if c is not d)
+    ]
+    front = [c for c in candidates if c not in deps]
+    return (front[0], deps) if len(front) == 1 else (None, [])
+
+
+def _port_set(p: ProcInfo) -> set[str]:
+    return {a.rsplit(":", 1)[-1] for a in p.ports if ":" in a}
+
+
+def _peer_ports(p: ProcInfo) -> set[str]:
+    """The ports ``p`` and its descendants connect to."""
+    out = {a.rsplit(":", 1)[-1] for a in p.connects_to}
+    for c in p.children:
+        out |= _peer_ports(c)
+    return out
 
 
 #: how a worker left out of the capture (but of the service) is named: its sibling

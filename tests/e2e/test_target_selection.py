@@ -332,3 +332,69 @@ def test_an_idle_launcher_polling_its_serving_child_is_followed_to_it(tmp_path: 
     assert target["selection"] == "wrapper", target
     assert f"PID {launcher.pid} is a launcher" in target["note"]
     assert f"following PID {child.pid}" in err
+
+
+STORE_SERVER = """
+import socket, sys
+srv = socket.create_server(("127.0.0.1", int(sys.argv[1])))
+held = []
+while True:
+    held.append(srv.accept()[0])
+"""
+FRONT_SERVER = """
+import http.server, socket, sys, time
+for _ in range(100):  # the store starts beside it
+    try:
+        store = socket.create_connection(("127.0.0.1", int(sys.argv[2])))
+        break
+    except OSError:
+        time.sleep(0.1)
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), http.server.BaseHTTPRequestHandler).serve_forever()
+"""
+TWO_LAUNCHER = """
+import subprocess, sys, time
+front, store = sys.argv[1], sys.argv[2]
+kids = [subprocess.Popen([sys.executable, "-c", sys.argv[3], store]),
+        subprocess.Popen([sys.executable, "-c", sys.argv[4], front, store])]
+while all(k.poll() is None for k in kids):
+    time.sleep(0.2)
+"""
+
+
+def test_a_launcher_of_a_server_and_its_store_is_followed_to_the_server(tmp_path: Path):
+    # GIVEN a launcher that starts a TCP store and a server that connects to it (blind batch
+    # 15's s07: gunicorn and its feature store under a sleeping launcher was read as idle)
+    front, store = free_port(), free_port()
+    launcher = subprocess.Popen(
+        [sys.executable, "-c", TWO_LAUNCHER, str(front), str(store), STORE_SERVER, FRONT_SERVER],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    try:
+
+        def both_up() -> bool:
+            kids = psutil.Process(launcher.pid).children()
+            ports = {
+                c.laddr.port for k in kids for c in k.net_connections() if c.status == "LISTEN"
+            }
+            conns = [
+                c for k in kids for c in k.net_connections() if c.raddr and c.raddr.port == store
+            ]
+            return {front, store} <= ports and bool(conns)
+
+        wait_for(both_up, 30, "the server and its store")
+        by_port = {
+            c.laddr.port: k.pid
+            for k in psutil.Process(launcher.pid).children()
+            for c in k.net_connections()
+            if c.status == "LISTEN"
+        }
+        target, _report, err = attach(launcher.pid, tmp_path / "two")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(launcher.pid, signal.SIGKILL)
+        launcher.wait(10)
+    # THEN the server is captured, the store named as its dependency, the launcher followed
+    assert target["pid"] == by_port[front] and target["followed_from"] == launcher.pid, target
+    assert f"PID {launcher.pid} is a launcher" in target["note"], target["note"]
+    assert f"{by_port[store]} (python): a dependency of {by_port[front]}" in target["note"]
+    assert f"following PID {by_port[front]}" in err

@@ -7,6 +7,8 @@ never which process is busier.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from diagnose.bundle.sections import LeftOut
@@ -174,6 +176,30 @@ def test_an_idle_launcher_polling_its_one_serving_child_is_followed():
     sel = select_service(root)
     assert sel.pids == (81,) and sel.kind == "wrapper" and sel.followed == (80,)
     assert sel.why.startswith("PID 80 is a launcher")
+
+
+def test_a_launcher_of_a_server_and_the_store_it_uses_is_followed_to_the_server():
+    # GIVEN blind batch 15's s07: python service.py starts gunicorn (4 workers) and a TCP
+    # feature store, then sleeps; the workers connect to the store's port
+    workers = tuple(
+        proc(91 + i, ("gunicorn: worker [app:app]",), exe=PY, is_python=True, listening=HTTP,
+             connects_to=frozenset({"127.0.0.1:18857"}))
+        for i in range(4)
+    )  # fmt: skip
+    guni = proc(90, (PY, "/venv/bin/gunicorn", "-w", "4", "app:app"), listening=HTTP,
+                ports=("127.0.0.1:18807",), children=workers)  # fmt: skip
+    store = proc(89, (PY, "store.py"), listening=STORE, ports=("127.0.0.1:18857",))
+    root = proc(88, (PY, "service.py"), cpu_cores=0.0, children=(store, guni))
+    sel = select_service(root)
+    # THEN the server's workers are the service, the store its dependency, the launcher named
+    assert sel.pids == (91, 92, 93, 94) and sel.kind == "prefork", sel
+    assert sel.why.startswith("PID 88 is a launcher") and "whose child 90 serves" in sel.why
+    assert (
+        LeftOut(89, "python", "a dependency of 90 (listening on 127.0.0.1:18857)") in sel.left_out
+    )
+    # near miss: two servers neither of which uses the other: the launcher is not followed
+    alone = replace(guni, children=tuple(replace(w, connects_to=frozenset()) for w in workers))
+    assert select_service(replace(root, children=(store, alone))).pids == (88,)
 
 
 @pytest.mark.parametrize(
