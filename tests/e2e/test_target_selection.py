@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -396,5 +397,7 @@ def test_a_launcher_of_a_server_and_its_store_is_followed_to_the_server(tmp_path
     # THEN the server is captured, the store named as its dependency, the launcher followed
     assert target["pid"] == by_port[front] and target["followed_from"] == launcher.pid, target
     assert f"PID {launcher.pid} is a launcher" in target["note"], target["note"]
-    assert f"{by_port[store]} (python): a dependency of {by_port[front]}" in target["note"]
+    assert re.search(
+        rf"{by_port[store]} \(python[\d.]*\): a dependency of {by_port[front]} ", target["note"]
+    ), target["note"]
     assert f"following PID {by_port[front]}" in err
