@@ -108,8 +108,10 @@ def test_walkthrough_runs_and_ends_with_the_promised_comparison(tmp_path):
     # the comparison the walk-through promises: the lock queue went away
     c = json.loads((tmp_path / "after-2-threads" / "compare.json").read_text())
     waiters = next(m for m in c["metrics"] if m["name"] == "lock_top_waiters")
-    assert (waiters["before"], waiters["after"], waiters["change"]) == (8, 2, "better")
-    assert "better\tlock_top_waiters\t8 threads -> 2 threads" in out  # the jq block
+    # (after: the 2 threads left, or none seen waiting: beside two busy loops the lock was
+    # not contended in the 2-thread capture at all)
+    assert waiters["before"] == 8 and waiters["after"] <= 2 and waiters["change"] == "better"
+    assert re.search(r"better\tlock_top_waiters\t8 threads -> [012] threads?", out)  # jq
     # the service's own numbers before and after, and every step of the load test
     stats = [json.loads(line) for line in out.splitlines() if line.startswith('{"sample"')]
     assert sorted(s["threads"] for s in stats) == sorted([8, 2, 1, 2, 4, 8, 16, 2, 4])
