@@ -46,8 +46,8 @@ def ranker(rows: mp.Queue, done: mp.Queue, parent: int) -> None:
     torch.set_num_threads(1)
     torch.manual_seed(0)
     net = torch.nn.Sequential(
-        torch.nn.Linear(DIM, 2048), torch.nn.ReLU(), torch.nn.Linear(2048, 2048),
-        torch.nn.ReLU(), torch.nn.Linear(2048, 1),
+        torch.nn.Linear(DIM, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 1024),
+        torch.nn.ReLU(), torch.nn.Linear(1024, 1),
     ).eval()  # fmt: skip
     while (first := next_item(rows, parent)) is not None:
         batch = [first]
