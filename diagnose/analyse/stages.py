@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import replace
+from itertools import pairwise
 
 import numpy as np
 import numpy.typing as npt
@@ -150,6 +151,7 @@ def model_paths(
             for (p, how), (w, callee) in sorted(merged.items(), key=lambda kv: -kv[1][0])
         ]
         found_paths = _without_stale_kernels(found_paths, frames)
+        found_paths = _without_torn(found_paths, line_calls or {})
         if found_paths:
             out[tid] = found_paths
     return out
@@ -173,6 +175,36 @@ def _without_stale_kernels(paths: list[ModelPath], frames: FrameRules) -> list[M
             for big in named
         )
     ]
+
+
+def _without_torn(
+    paths: list[ModelPath], line_calls: dict[str, list[tuple[str, str]]]
+) -> list[ModelPath]:
+    """Drop a path that a torn read made, where the thread has an intact one as heavy: a
+    stack py-spy read while the frames changed under it (the model's frames read, then a
+    caller the thread had by then gone on to) joins frames no call links."""
+    intact = [mp for mp in paths if not _torn(mp, line_calls)]
+    if len(intact) == len(paths) or not intact:
+        return paths
+    return [mp for mp in paths if mp in intact or not any(i.weight >= mp.weight for i in intact)]
+
+
+def _torn(mp: ModelPath, line_calls: dict[str, list[tuple[str, str]]]) -> bool:
+    """Whether one of the path's lines cannot call the frame below it: the line's source was
+    read and calls only builtins given no function (``zip(*rows)``, ``len(x)``), which run
+    no Python frame of their own: such a line can still enter a generator expression or
+    comprehension (``<genexpr>``) or a protocol method (``__iter__``, ``__getitem__``),
+    not a plain function. Kept where no intact path is as heavy (one line's calls may be
+    misread)."""
+    frames = [*mp.path, mp.callee] if mp.callee and not is_native_frame(mp.callee) else mp.path
+    for caller, callee in pairwise(frames):
+        calls = line_calls.get(_line_key(caller))
+        if not calls or any(kind != "builtin" for _, kind in calls):
+            continue
+        name = split_frame(callee)[0].rpartition(".")[2]
+        if not (name.startswith("<") or (name.startswith("__") and name.endswith("__"))):
+            return True
+    return False
 
 
 def _by_joined_frame(found_by: str, callee: str) -> bool:

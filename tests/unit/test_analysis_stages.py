@@ -591,3 +591,52 @@ def test_a_path_starting_at_its_thread_s_entry_is_not_cut() -> None:
     assert stages.entries(ctx.oncpu) == {1: ("_run_module_as_main", "<frozen runpy>"),
                                          2: ("run_endpoint_function", ROUTING)}  # fmt: skip
     assert {mp.cut for mp in ctx.structure.calls} == {False}  # type: ignore[union-attr]
+
+
+#: a stdin consumer's loop (blind batch 15's s05): line 126 pulls featurised batches through a
+#: generator, line 127 calls the torch model
+LOOP = ("<module> (/srv/svc.py:140)", "main (/srv/svc.py:126)", "stamped (/srv/svc.py:110)",
+        "featurise_batch (/srv/svc.py:48)", "<genexpr> (/srv/svc.py:48)",
+        "featurise (/srv/svc.py:30)")  # fmt: skip
+FORWARD = "Scorer.forward (/srv/svc.py:58)"
+REAL = ("<module> (/srv/svc.py:140)", "main (/srv/svc.py:127)", TORCH, FORWARD, TORCH)
+#: forward's frames read, then callers the thread had by then gone back to (py-spy reads a
+#: running thread leaf first)
+PHANTOM = (*LOOP[:4], FORWARD, TORCH)
+SOURCE = {
+    "/srv/svc.py:126": [],
+    "/srv/svc.py:110": [("featurise_batch", "")],
+    "/srv/svc.py:48": [("zip", "builtin")],  # zip(*(featurise(l) for l in lines))
+    "/srv/svc.py:127": [("from_numpy", ""), ("model", "")],
+    "/srv/svc.py:58": [("net", ""), ("softmax", "")],
+}
+
+
+def test_a_model_path_through_a_line_that_cannot_call_its_next_frame_is_a_torn_read() -> None:
+    # GIVEN the featurising loop (90% of the thread), the model call at line 127 (21
+    # samples) and a torn read joining forward to line 48, which calls only a builtin
+    samples = [(1, LOOP, 90.0), (1, REAL, 21.0), (1, PHANTOM, 2.0)]
+    got, ctx = placed_with_source(samples, [], {}, SOURCE)
+    # THEN the torn path is no model call: the featurising runs before the model's line
+    assert [mp.path[-1] for mp in ctx.structure.calls] == ["main (/srv/svc.py:127)"]  # type: ignore[union-attr]
+    assert got[(1, LOOP)] == ("preprocess", "structure")
+    assert ctx.metrics["model_call_site"] == "main (/srv/svc.py:127)"
+
+
+@pytest.mark.parametrize(
+    "line48",
+    [
+        [("zip", "builtin"), ("score", "")],  # the line calls a function: it may reach forward
+        [("map", "callback")],  # a builtin given a function runs it
+    ],
+)
+def test_near_miss_a_line_that_can_call_its_next_frame_is_no_torn_read(line48) -> None:
+    samples = [(1, LOOP, 90.0), (1, REAL, 21.0), (1, PHANTOM, 2.0)]
+    _, ctx = placed_with_source(samples, [], {}, {**SOURCE, "/srv/svc.py:48": line48})
+    assert len(ctx.structure.paths[1]) == 2  # type: ignore[union-attr]
+
+
+def test_near_miss_a_torn_path_alone_is_kept() -> None:
+    # one line's calls may be misread: without an intact path as heavy, nothing is dropped
+    _, ctx = placed_with_source([(1, LOOP, 90.0), (1, PHANTOM, 2.0)], [], {}, SOURCE)
+    assert [mp.path[-1] for mp in ctx.structure.calls] == [FORWARD]  # type: ignore[union-attr]
