@@ -1,6 +1,8 @@
 """Scheduling rules: threads wait for a core longer than they run; whose threads crowd the
 cores (the target's own CPU-bound threads, or other processes) tells the cases apart."""
 
+import pytest
+
 from tests.unit.rulekit import UNKNOWN, expect, fired, healthy, verdict, when
 
 # measured on the oversubscription sample: 4 request threads x 4 intra-op threads, 2 cores,
@@ -130,6 +132,52 @@ def test_as_many_cpu_bound_threads_as_cores_crowded_by_others_is_cpu_contention(
     assert when("scheduling.cpu_contention", m) is True
     v = expect(m, "scheduling", "cpu_contention")
     assert "other processes took 63% of the cores (busiest: stress (4242))" in v.findings[0].summary
+
+
+# measured on blind batch 16's s12: a gunicorn gthread worker's 4 request threads, one
+# onnxruntime thread each, on 2 cores, beside a batch job of 8 processes (its own session)
+QUEUED_BESIDE_A_JOB = {
+    **QUEUEING_FOR_CORES,
+    "busy_threads_mean": 4.17,
+    "threads_busy": 5,
+    "app_threads_busy": 5,
+    "cpu_bound_threads": 4,
+    "service_cpu_bound_threads": 4,
+    "busy_share_running": 0.21,
+    "busy_share_runnable": 0.78,
+    "runq_to_oncpu_ratio": 3.75,
+    "process_cpu_cores": 0.87,
+    "host_cpu_util": 1.0,
+    "host_neighbour_cpu_share": 0.461,
+    "host_neighbour_names": "python (22494), python (22492)",
+    "host_client_cpu_share": 0.044,
+    "process_share_of_cpu_used": 0.434,
+}
+
+
+def test_request_threads_queueing_beside_a_neighbour_that_holds_the_host_is_contention():
+    # GIVEN more request threads than cores (no fan-out) and neighbours holding 46% of a
+    # saturated host: the service's part is its session's, however many threads it runs
+    m = healthy(**QUEUED_BESIDE_A_JOB)
+    assert when("scheduling.cpu_contention_queued", m) is True
+    v = expect(m, "scheduling", "cpu_contention")
+    assert v.confidence >= 0.4
+    assert "other processes took 46% of the cores" in v.findings[0].summary
+    # AND what the service spends its CPU on comes next
+    assert v.findings[1].rule.category == "compute"
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"host_neighbour_cpu_share": 0.15},  # the neighbours cost it < 1.2x: its own queueing
+        {"host_cpu_util": 0.6},  # cores to spare: nobody takes them from it
+        {"intra_op_threads_per_app": 2.0},  # its own fan-out: oversubscription's
+    ],
+)
+def test_near_miss_queueing_that_neighbours_do_not_cause_is_not_contention(change):
+    m = healthy(**{**QUEUED_BESIDE_A_JOB, **change})
+    assert when("scheduling.cpu_contention_queued", m) is False
 
 
 def test_contention_summary_is_true_of_threads_that_block_on_the_gil():
