@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# usage: run.sh a|b SECONDS
+cd "$(dirname "$0")"
+exec /work/main/.venv/bin/python harness.py "$1" "$2" --mode self \
+  --env SVC_LIFETIME=$(( $2 + 20 )) --env SVC_CLIENTS=8 \
+  --env-a SVC_FEATURIZER=python --env-b SVC_FEATURIZER=numpy \
+  -- /work/main/.venv/bin/python service.py
