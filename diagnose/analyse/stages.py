@@ -182,7 +182,8 @@ def _without_torn(
 ) -> list[ModelPath]:
     """Drop a path that a torn read made, where the thread has an intact one as heavy: a
     stack py-spy read while the frames changed under it (the model's frames read, then a
-    caller the thread had by then gone on to) joins frames no call links."""
+    caller the thread had by then gone on to) joins frames no call links. A torn path is
+    kept where no intact one is as heavy: one line's calls may be misread."""
     intact = [mp for mp in paths if not _torn(mp, line_calls)]
     if len(intact) == len(paths) or not intact:
         return paths
@@ -194,8 +195,7 @@ def _torn(mp: ModelPath, line_calls: dict[str, list[tuple[str, str]]]) -> bool:
     read and calls only builtins given no function (``zip(*rows)``, ``len(x)``), which run
     no Python frame of their own: such a line can still enter a generator expression or
     comprehension (``<genexpr>``) or a protocol method (``__iter__``, ``__getitem__``),
-    not a plain function. Kept where no intact path is as heavy (one line's calls may be
-    misread)."""
+    not a plain function."""
     frames = [*mp.path, mp.callee] if mp.callee and not is_native_frame(mp.callee) else mp.path
     for caller, callee in pairwise(frames):
         calls = line_calls.get(_line_key(caller))
