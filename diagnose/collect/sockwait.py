@@ -112,7 +112,7 @@ class WaitedSockets:
         sockets = {i for i in held if i > 0}
         if sockets - self._settled:  # a socket opened since: read the table again
             self.table_reads += 1
-            self._rows = {r.inode: r for r in tcp_rows(self.pid) if r.inode in sockets}
+            self._rows = {r.inode: r for r in self._table(sockets) if r.inode in sockets}
             # a connection still being set up is looked up again at the next read
             self._settled = {
                 i for i in sockets if i not in self._rows or self._rows[i].state not in SETUP
@@ -130,12 +130,39 @@ class WaitedSockets:
             mine = [r for r in rows if self._way.get(r.inode) in ("in", "out")]
             mine.sort(key=lambda r: self._way[r.inode] != "out")  # dependencies first
             ids = {
-                r.inode: (r.family, tcpinfo.socket_id(r.local, r.remote))
+                r.inode: (r.family, r.sid or tcpinfo.socket_id(r.local, r.remote))
                 for r in mine[:MAX_LOOKUPS]
             }
-            if ids.keys() != self._ids.keys():
+            if ids.keys() != self._ids.keys() and ids.keys() - self._activity.keys():
                 self._activity_at = -1.0  # the sockets' times are read again for the new ones
             self._ids = ids
+
+    def _table(self, sockets: set[int]) -> list[TcpRow]:
+        """The namespace's TCP rows: from one sock_diag dump, which reads every socket's
+        times with its row (kept as the latest activity), where netlink can be used; else
+        from /proc/PID/net/tcp{,6}."""
+        if not self.activity_unavailable:
+            try:
+                dumped = tcpinfo.dump()
+            except OSError as exc:
+                self.activity_unavailable = f"sock_diag netlink: {exc.strerror or exc}"
+            else:
+                self._note(
+                    {d.inode: d.activity for d in dumped if d.inode in sockets and d.activity}
+                )
+                return [_row(d) for d in dumped]
+        return tcp_rows(self.pid)
+
+    def _note(self, activity: dict[int, tcpinfo.Activity]) -> None:
+        """Keep ``activity`` as the sockets' latest times, and the leads seen at rest and
+        awaiting a reply."""
+        self._activity_at = time.monotonic()
+        self._activity = activity
+        for inode, a in activity.items():
+            if a.lead is None or a.sent_ms == a.recv_ms:
+                continue
+            seen = self._rest_lead if a.sent_ms > a.recv_ms else self._await_lead
+            seen[inode] = min(a.lead, seen.get(inode, a.lead))
 
     def of_thread(self, tid: int, syscall_text: str) -> str:
         """:meth:`direction` for a sampler's tick: the descriptors and the TCP table are
@@ -180,16 +207,9 @@ class WaitedSockets:
         ACTIVITY_MAX_AGE_S; empty where they cannot be read."""
         if self.activity_unavailable:
             return {}
-        now = time.monotonic()
-        if now - self._activity_at > ACTIVITY_MAX_AGE_S:
-            self._activity_at = now
+        if time.monotonic() - self._activity_at > ACTIVITY_MAX_AGE_S:
             try:
-                self._activity = tcpinfo.lookup(self._ids)
-                for inode, a in self._activity.items():
-                    if a.lead is None or a.sent_ms == a.recv_ms:
-                        continue
-                    seen = self._rest_lead if a.sent_ms > a.recv_ms else self._await_lead
-                    seen[inode] = min(a.lead, seen.get(inode, a.lead))
+                self._note(tcpinfo.lookup(self._ids))
             except OSError as exc:
                 self.activity_unavailable = f"sock_diag netlink: {exc.strerror or exc}"
                 self._activity = {}
@@ -277,14 +297,19 @@ class WaitedSockets:
 
 
 class TcpRow(NamedTuple):
-    """One line of /proc/PID/net/tcp{,6}."""
+    """One line of /proc/PID/net/tcp{,6}, or the same socket from a sock_diag dump."""
 
     inode: int
     state: str
     port: int  # local
-    local: str  # ADDR:PORT as the file writes it
+    local: str  # ADDR:PORT as the file writes it ('' from a dump)
     remote: str
     family: int
+    sid: bytes = b""  # the dump's socket id (b"": made from local and remote)
+
+
+def _row(d: tcpinfo.Socket) -> TcpRow:
+    return TcpRow(d.inode, f"{d.state:02X}", d.port, "", "", d.family, d.sid)
 
 
 def tcp_rows(pid: int) -> list[TcpRow]:

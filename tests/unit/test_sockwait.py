@@ -270,3 +270,38 @@ def test_the_tcp_table_is_read_again_only_for_a_socket_opened_since(pair):
     finally:
         late.close()
         accepted.close()
+
+
+def test_a_connection_made_since_is_counted_from_one_dump(pair, monkeypatch):
+    # a connection made for one call lives less than a starved sampler takes to parse the
+    # namespace's /proc/net/tcp and then look each socket up: one dump reads both at once
+    listener, _, _ = pair
+    waits = WaitedSockets(os.getpid(), max_age=3600)
+    if waits.activity_unavailable:
+        pytest.skip(waits.activity_unavailable)
+
+    def no_table(pid: int) -> list[sockwait.TcpRow]:
+        raise AssertionError("/proc/net/tcp read where sock_diag serves")
+
+    monkeypatch.setattr(sockwait, "tcp_rows", no_table)
+    call = socket.create_connection(listener.getsockname())
+    accepted, _ = listener.accept()
+    with call, accepted:
+        call.sendall(b"q\n")  # its request, no reply yet
+        time.sleep(0.02)
+        waiting, _ = waits.flows()
+        inode = os.fstat(call.fileno()).st_ino
+        assert waiting >= 1 and waits.activity()[inode].awaiting()
+
+
+def test_near_miss_without_sock_diag_the_table_is_read_from_proc(pair, monkeypatch):
+    monkeypatch.setattr(sockwait.tcpinfo, "unavailable", lambda pid: "no netlink here")
+    listener, _, _ = pair
+    waits = WaitedSockets(os.getpid(), max_age=0)
+    late = socket.create_connection(listener.getsockname())
+    accepted, _ = listener.accept()
+    with late, accepted:
+        late.settimeout(30)
+        tid, text = blocked(lambda: late.recv(10))
+        assert waits.of_thread(tid, text) == "out"
+        assert waits.flows() is None  # no socket times: not counted, not guessed

@@ -95,3 +95,35 @@ def test_a_connection_made_for_one_call_awaits_its_first_reply():
             out.recv(10)
             time.sleep(0.02)
             assert not tcpinfo.lookup(sid)[row.inode].awaiting()  # answered
+
+
+def test_a_dump_reads_each_held_connection_with_its_times_and_no_time_wait_row():
+    if tcpinfo.unavailable(os.getpid()):
+        pytest.skip("sock_diag netlink is not available here")
+    with socket.create_server(("127.0.0.1", 0)) as srv:
+        # GIVEN a connection closed by its maker (its end waits in TIME_WAIT) ...
+        gone = socket.create_connection(srv.getsockname())
+        gone_port = gone.getsockname()[1]
+        other_end, _ = srv.accept()
+        gone.close()  # closed first: this end waits
+        time.sleep(0.02)
+        other_end.close()
+        # ... and one open, a request outstanding on it
+        out = socket.create_connection(srv.getsockname())
+        inbound, _ = srv.accept()
+        with out, inbound:
+            out.sendall(b"q\n")
+            time.sleep(0.02)
+            table = {(r.port, r.state) for r in tcp_rows(os.getpid())}
+            assert (gone_port, "06") in table  # /proc/net/tcp lists the TIME_WAIT row
+            dumped = tcpinfo.dump()
+            # THEN the dump holds the open one, its state, and its times read with it
+            port = out.getsockname()[1]
+            mine = [d for d in dumped if d.port == port]
+            assert len(mine) == 1 and mine[0].state == 1, mine
+            assert mine[0].inode == os.fstat(out.fileno()).st_ino
+            assert mine[0].activity is not None and mine[0].activity.awaiting()
+            # and no TIME_WAIT row; its socket id serves an exact lookup
+            assert not [d for d in dumped if d.port == gone_port], dumped
+            got = tcpinfo.lookup({mine[0].inode: (mine[0].family, mine[0].sid)})
+            assert got[mine[0].inode].awaiting()
