@@ -1,0 +1,47 @@
+import os
+import random
+import time
+
+from locust import FastHttpUser, events, task
+
+_rec_path = os.environ.get("B4_RECORDS")
+_rec = open(_rec_path, "a", buffering=1 << 16) if _rec_path else None
+_last_flush = [time.time()]
+
+
+@events.request.add_listener
+def _record(request_type, name, response_time, response_length, exception=None, **kw):
+    if _rec is None:
+        return
+    now = time.time()
+    _rec.write(f"{now:.4f} {response_time:.3f} {'ok' if exception is None else 'err'}\n")
+    if now - _last_flush[0] > 0.3:
+        _rec.flush()
+        _last_flush[0] = now
+
+
+@events.quitting.add_listener
+def _close(environment, **kw):
+    if _rec is not None:
+        _rec.flush()
+
+_rng = random.Random(2)
+_syll = [a + b for a in "bcdfgklmnprstv" for b in "aeiou"]
+
+
+def _word():
+    r = _rng.random()
+    if r < 0.05:
+        return "https://ex.com/" + str(_rng.randrange(10**6))
+    if r < 0.12:
+        return str(_rng.randrange(10**5))
+    return "".join(_rng.choice(_syll) for _ in range(_rng.randint(1, 3)))
+
+
+_DOCS = [" ".join(_word() for _ in range(_rng.randint(150, 250))) for _ in range(200)]
+
+
+class Client(FastHttpUser):
+    @task
+    def intent(self):
+        self.client.post("/intent", json={"text": _rng.choice(_DOCS)})

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+cd "$(dirname "$0")"
+S=${2:-12}
+exec /work/main/.venv/bin/python harness.py "$1" "$S" --mode self \
+  --env SVC_LIFETIME=$(( ${S%.*} + 30 )) \
+  --env-a SVC_LAYOUT=rows --env-b SVC_LAYOUT=columns \
+  -- /work/main/.venv/bin/python service.py

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+cd /work/blind/b18
+P=/work/main/.venv/bin/python
+for sid in "$@"; do
+  $P - "$sid" <<'PY'
+import sys, subprocess
+sys.path.insert(0, "/work/blind/b18/_tools")
+from report import summary, med
+sid = sys.argv[1]
+A, B, r, sep = summary(sid)
+extra = ""
+# per-id extras for io/idle ids, e.g.:
+# if sid == "sNN":
+#     extra = f"A p50 {med(A,'p50_ms')[0]:.1f} ms vs X ms downstream; CPU {med(A,'cpu_cores')[0]:.2f} cores"
+if sid == "s09":
+    extra = f"A p50 {med(A,'p50_ms')[0]:.1f} ms vs 20 ms downstream delay (B p50 {med(B,'p50_ms')[0]:.1f} ms vs 6 ms); A CPU {med(A,'cpu_cores')[0]:.2f} cores"
+if sid == "s10":
+    extra = f"A throughput {med(A,'throughput')[0]:.1f} rps vs offered 12 rps, B {med(B,'throughput')[0]:.1f} rps vs offered 24 rps; A CPU {med(A,'cpu_cores')[0]:.2f} cores"
+if r >= 1.3 and sep:
+    v = "kept"
+else:
+    v = f"dropped: B/A {r:.2f}, every B > every A: {str(sep).lower()} (criterion not met)"
+subprocess.run([sys.executable, "/work/blind/b18/_tools/setverdict.py", sid, v, extra], check=True)
+PY
+done
