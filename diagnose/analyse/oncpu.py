@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -29,6 +30,7 @@ from diagnose.analyse.model import (
     rounded,
     series_items,
 )
+from diagnose.analyse.threads import work_leaf
 from diagnose.formats.stacks import Stack, ThreadFrame
 
 #: on-CPU categories only native frames can reveal: without perf they are not measured
@@ -107,6 +109,7 @@ def _shares(ctx: Context, total: float, native: bool) -> None:
     thread_by_cat: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
     stacks_by_cat: dict[str, dict[Stack, float]] = defaultdict(lambda: defaultdict(float))
     leaf_all: dict[str, float] = defaultdict(float)
+    model_leaves: dict[str, float] = defaultdict(float)
     by_kernel: dict[str, float] = defaultdict(float)
     leaf_memory: dict[str, float] = defaultdict(float)
     native_w = framework_w = loops_w = loops_other_w = 0.0
@@ -122,10 +125,14 @@ def _shares(ctx: Context, total: float, native: bool) -> None:
         # the code the time is spent in: the leaf-most frame outside the kernel (a kernel
         # frame under it, finish_task_switch say, is how it was entered, not the model's)
         leaf = (user_leaf(s.stack) or s.stack[-1]) if s.stack else "?"
-        leaf_by_cat[s.category][leaf] += s.weight
-        leaf_all[leaf] += s.weight
+        # and the one a fix names: not the futex call a GIL or lock hand-over burns CPU in
+        named = (work_leaf(s.stack) or leaf) if s.stack else "?"
+        leaf_by_cat[s.category][named] += s.weight
+        leaf_all[named] += s.weight
+        if s.category == "model":
+            model_leaves[leaf] += s.weight
         if kernel in ("memory", "allocator"):
-            leaf_memory[leaf] += s.weight
+            leaf_memory[named] += s.weight
         # the array library's own loops that no stage or model call holds
         if s.category in ("other", "memory") and frames.in_array_loop(leaf):
             loops_w += s.weight
@@ -150,16 +157,8 @@ def _shares(ctx: Context, total: float, native: bool) -> None:
     m["oncpu_native_share"] = rounded(native_w / total, 4)
     m["oncpu_share_array_loops"] = rounded(loops_w / total, 4) if native else None
     m["oncpu_share_other_array_loops"] = rounded(loops_other_w / total, 4) if native else None
-    m["oncpu_top_function"] = most_common(leaf_all, 1)[0][0] if leaf_all else ""
-    pre = leaf_by_cat.get("preprocess", {})
-    m["preprocess_top_function"] = most_common(pre, 1)[0][0] if pre else ""
-    comp: dict[str, float] = defaultdict(float)
-    for c in INFERENCE_CATEGORIES:
-        for leaf, w in leaf_by_cat.get(c, {}).items():
-            comp[leaf] += w
-    m["compute_top_function"] = most_common(comp, 1)[0][0] if comp else ""
-    m["memory_top_function"] = most_common(leaf_memory, 1)[0][0] if leaf_memory else ""
-    m["model_unnamed_library"] = unnamed_library(leaf_by_cat.get("model", {})) if native else None
+    _top_functions(m, leaf_all, leaf_by_cat, leaf_memory)
+    m["model_unnamed_library"] = unnamed_library(model_leaves) if native else None
     _preprocess_threads(ctx, thread_by_cat)
     ctx.out.oncpu = {
         **ctx.out.oncpu,  # the stage step's "structure"
@@ -178,6 +177,25 @@ def _shares(ctx: Context, total: float, native: bool) -> None:
     }
     ctx.out.flames["cpu"] = list(flame.items())
     ctx.out.cpu_stages = {(s.tid, s.stack): s.category for s in ctx.oncpu}
+
+
+def _top_functions(
+    m: dict[str, Any],
+    leaf_all: Mapping[str, float],
+    leaf_by_cat: Mapping[str, Mapping[str, float]],
+    leaf_memory: Mapping[str, float],
+) -> None:
+    """The function each fix names: the most sampled code of the process, of its
+    preprocessing, of its model and compute kernels, and of its memory traffic."""
+    m["oncpu_top_function"] = most_common(leaf_all, 1)[0][0] if leaf_all else ""
+    pre = leaf_by_cat.get("preprocess", {})
+    m["preprocess_top_function"] = most_common(pre, 1)[0][0] if pre else ""
+    comp: dict[str, float] = defaultdict(float)
+    for c in INFERENCE_CATEGORIES:
+        for leaf, w in leaf_by_cat.get(c, {}).items():
+            comp[leaf] += w
+    m["compute_top_function"] = most_common(comp, 1)[0][0] if comp else ""
+    m["memory_top_function"] = most_common(leaf_memory, 1)[0][0] if leaf_memory else ""
 
 
 def unnamed_library(leaves: Mapping[str, float]) -> str:

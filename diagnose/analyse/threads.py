@@ -33,6 +33,7 @@ import pandas as pd
 
 from diagnose.analyse.arch import Syscalls
 from diagnose.analyse.frames import (
+    KERNEL,
     FrameRules,
     in_socket_module,
     is_native_frame,
@@ -67,8 +68,19 @@ CONDITION_FRAMES = (
     "*sem_clockwait*",
     "*pthread_barrier_wait*",
 )
+#: ... taking or handing over the GIL (the interpreter's side of a GIL wait)
+GIL_FRAMES = (
+    "take_gil",
+    "drop_gil",
+    "*PyEval_RestoreThread*",
+    "*PyEval_AcquireThread*",
+    "*PyEval_SaveThread*",
+)
 _MUTEX_RE = re.compile("|".join(fnmatch.translate(p) for p in MUTEX_FRAMES))
 _COND_RE = re.compile("|".join(fnmatch.translate(p) for p in CONDITION_FRAMES))
+_WAIT_RE = re.compile(
+    "|".join(fnmatch.translate(p) for p in (*MUTEX_FRAMES, *CONDITION_FRAMES, *GIL_FRAMES))
+)
 _DIGITS = re.compile(r"[\d_-]*\d[\d_-]*$")
 #: /proc rows accounted at once (whole threads): bounds the temporaries of a long capture
 CHUNK_ROWS = 200_000
@@ -466,6 +478,16 @@ def native_wait_kind(leaf: str, op: str = "") -> str:
     if _COND_RE.match(name):
         return "condition"
     return ""
+
+
+def work_leaf(stack: Stack) -> str:
+    """The leaf-most frame outside the kernel and outside lock, condition and GIL waits: the
+    code a thread on the CPU was running, where its sample fell in a wait it was entering or
+    leaving (a GIL handed over thousands of times a second burns CPU in the futex calls)."""
+    for f in reversed(stack):
+        if not f.endswith(f"({KERNEL})") and not _WAIT_RE.match(f.rsplit(" (", 1)[0]):
+            return f
+    return user_leaf(stack)
 
 
 def futex_waits(data: BundleData, frames: FrameRules) -> pd.DataFrame | None:

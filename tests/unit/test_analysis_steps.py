@@ -496,6 +496,37 @@ def test_top_functions_are_the_code_not_the_kernel_frames_under_it():
     assert all("kallsyms" not in f for f, _ in ctx.out.oncpu["top_functions"]["compute"])
 
 
+def test_a_fix_names_the_stage_s_code_not_the_gil_hand_over_it_burns_cpu_in():
+    # GIVEN a tokeniser stage whose threads pass the GIL around: more of its samples fall in
+    # the futex call of a hand-over (take_gil's condition wait) than in any one function
+    from diagnose.analyse import oncpu
+    from diagnose.analyse.model import OnCpuSample
+    from tests.unit.analysis import bundle_data, context
+
+    ctx = context(bundle_data([], [(1, 0.0, 1.0, 0)], {0: ("handle (app.py:20)",)}))
+    ctx.metrics["oncpu_source"] = "perf+py-spy"
+    stage = ("handle (app.py:20)", "Wordpiece.tokenize (tok.py:456)")
+    handover = (*stage, "take_gil (libpython3.11.so)", "pthread_cond_timedwait (libc.so.6)",
+                "__futex_abstimed_wait_common (libc.so.6)", "do_futex ([kernel.kallsyms])")  # fmt: skip
+    lock = (*stage, "__lll_lock_wait (libc.so.6)")
+    join = (*stage, "_PyUnicode_JoinArray (libpython3.11.so)")
+    ctx.oncpu = [
+        OnCpuSample(1, handover, 3.0, "preprocess"),
+        OnCpuSample(1, lock, 1.0, "preprocess"),
+        OnCpuSample(1, stage, 2.0, "preprocess"),
+        OnCpuSample(1, join, 1.0, "preprocess"),
+    ]
+    oncpu.oncpu_shares(ctx)
+    # THEN the function named is the code that waited, the tokeniser (3 + 1 + 2 samples)
+    assert ctx.metrics["preprocess_top_function"] == "Wordpiece.tokenize (tok.py:456)"
+    named = [f for f, _ in ctx.out.oncpu["top_functions"]["preprocess"]]
+    assert named == ["Wordpiece.tokenize (tok.py:456)", "_PyUnicode_JoinArray (libpython3.11.so)"]
+    # near miss: work in a libc function that is no wait is named
+    ctx.oncpu = [OnCpuSample(1, (*stage, "__memmove_avx_unaligned (libc.so.6)"), 1.0, "preprocess")]
+    oncpu.oncpu_shares(ctx)
+    assert ctx.metrics["preprocess_top_function"] == "__memmove_avx_unaligned (libc.so.6)"
+
+
 def test_an_analysis_leaves_the_shared_frame_rules_holding_none_of_its_stacks():
     # one FrameRules serves every analysis of a long-lived process (diagnose watch): the
     # stacks it cached for one capture would stay alive through every later one
