@@ -167,9 +167,8 @@ def lookup(ids: Mapping[int, tuple[int, bytes]]) -> dict[int, Activity]:
 def dump(states: int = HELD_STATES) -> list[Socket]:
     """Every TCP socket of diagnose's network namespace in ``states`` (bit = 1 << state),
     with its times: one walk of the kernel's tables, so a connection made for one call is
-    read with its times before it can close (reading /proc/net/tcp, then looking each socket
-    up, took 17 ms for 2,100 mostly TIME_WAIT rows on a quiet host, and lost those
-    connections on a starved one). Raises OSError where netlink refuses."""
+    read with its times before it can close (docs/performance.md has the figures). Raises
+    OSError where netlink refuses."""
     out: list[Socket] = []
     with _netlink() as s:
         for family in (socket.AF_INET, socket.AF_INET6):
