@@ -55,6 +55,12 @@ class BundleData:
         return recorded_machine(self.system, self.bundle.manifest.host.to_dict())
 
     @property
+    def pyspy_rate(self) -> float:
+        """py-spy's sampling rate in the bundle (Hz)."""
+        pyspy = self.bundle.collector("pyspy").details or {}
+        return float(pyspy.get("rate_hz") or self.bundle.manifest.capture.rate_hz or 100)
+
+    @property
     def gil_range(self) -> tuple[int, int] | None:
         """[start, end) of the interpreter's ``_PyRuntime``, where CPython keeps the GIL."""
         rt = (self.system.get("python") or {}).get("runtime") or {}

@@ -27,7 +27,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from diagnose.analyse.frames import inside_region, python_leaf, sync_caller, user_leaf
-from diagnose.analyse.joins import TextCodes, map_distinct, pairs
+from diagnose.analyse.joins import TextCodes, map_distinct, pairs, python_stack_seen
 from diagnose.analyse.load import BundleData
 from diagnose.analyse.model import (
     BUSY_STATES,
@@ -96,8 +96,15 @@ def proc_locks(ctx: Context) -> None:
     # the columns the hot spots read, not a copy of every column of the blocked ticks
     lk = iv.loc[
         (iv["lock"] > 0) & (iv["futex_addr"] != ""),
-        ["t", "tid", "lock", "futex_addr", "wait_leaf", "stack_id"],
+        ["t", "tid", "lock", "futex_addr", "wait_leaf", "stack_id", "wait_t"],
     ]
+    # a site is where py-spy saw the waiter again after the tick: the sample before a short
+    # wait is often the line before it (np.ones waiting for the GIL, not for this lock)
+    period = 1.0 / data.pyspy_rate
+    seen = python_stack_seen(
+        data.py_intervals, lk["wait_t"].to_numpy(), lk["tid"].to_numpy(), period
+    )[1]
+    lk = lk.assign(seen=seen)
     # a Condition's or a queue's wait blocks on a lock made per wait: the caller is the lock
     callers = {
         int(sid): sync_caller(data.py_stacks.get(int(sid), ()))
@@ -130,16 +137,23 @@ def _lock_groups(lk: pd.DataFrame) -> dict[str, list[str]]:
         if grp["tid"].nunique() >= 2 and not per_wait:
             groups[f"addr:{addr}"].append(str(addr))
         else:
-            site = grp["wait_leaf"].mode().iloc[0] if grp["wait_leaf"].ne("").any() else ""
+            sites = _sites(grp)
+            site = sites.most_common(1)[0][0] if sites else ""
             groups[f"site:{site}" if site else f"addr:{addr}"].append(str(addr))
     return groups
+
+
+def _sites(grp: pd.DataFrame) -> Counter[str]:
+    """The waiters' leaf frames, from the ticks py-spy confirmed (all, if it confirmed none)."""
+    sure = grp[grp["seen"]] if "seen" in grp and grp["seen"].any() else grp
+    return Counter(x for x in sure["wait_leaf"].tolist() if x)
 
 
 def _proc_hotspot(
     key: str, addrs: list[str], grp: pd.DataFrame, busy: float, iv: pd.DataFrame, data: BundleData
 ) -> Hotspot:
     wait_s = float(grp["lock"].sum())
-    sites = Counter(x for x in grp["wait_leaf"].tolist() if x)
+    sites = _sites(grp)
     site = sites.most_common(1)[0][0] if sites else ""
     by_thread = grp.groupby("tid")["lock"].sum().sort_values(ascending=False).head(20)
     return Hotspot(

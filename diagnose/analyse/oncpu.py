@@ -62,7 +62,7 @@ def oncpu_samples(ctx: Context) -> None:
     if native:
         m["oncpu_samples"] = len(samples)
     else:
-        m["oncpu_samples"] = round(total * pyspy_rate(data))
+        m["oncpu_samples"] = round(total * data.pyspy_rate)
     per_stack: dict[tuple[int, Stack], list[float]] = defaultdict(lambda: [0.0, 0.0])
     for tid, st, w, sure in samples:  # each stack once
         acc = per_stack[(tid, st)]
@@ -72,12 +72,6 @@ def oncpu_samples(ctx: Context) -> None:
         OnCpuSample(tid, st, w, ctx.frames.categorize(st), sure=sure if native else None)
         for (tid, st), (w, sure) in per_stack.items()
     ]
-
-
-def pyspy_rate(data: BundleData) -> float:
-    """py-spy's sampling rate in the bundle (Hz)."""
-    pyspy = data.bundle.collector("pyspy").details or {}
-    return float(pyspy.get("rate_hz") or data.bundle.manifest.capture.rate_hz or 100)
 
 
 def oncpu_shares(ctx: Context) -> None:
@@ -248,7 +242,7 @@ def perf_samples(data: BundleData, frames: FrameRules | None = None) -> list[Sam
     ns = data.native_samples
     if ns is None:
         return []
-    period = 1.0 / pyspy_rate(data) if data.py_intervals is not None else 0.0
+    period = 1.0 / data.pyspy_rate if data.py_intervals is not None else 0.0
     py_ids, seen = python_stack_seen(
         data.py_intervals, ns["t"].to_numpy(), ns["tid"].to_numpy(), period
     )

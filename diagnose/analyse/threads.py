@@ -303,6 +303,7 @@ def _intervals(df: pd.DataFrame, calls: Syscalls) -> pd.DataFrame:
     addr = _futex_addr(df, calls)
     iv["futex_addr"] = addr.groupby(df["tid"]).shift(1)[valid].fillna("").where(back, addr[valid])
     iv["wait_leaf"] = g["py_leaf"].shift(1)[valid].fillna("").where(back, iv["py_leaf"])
+    iv["wait_t"] = np.where(back, iv["t"] - iv["dt"], iv["t"])
     from_start = back
     # the off-CPU seconds of a flagged wait, from the tick whose class they took
     for flag, cls in (("client", "idle"), ("loop", "io")):

@@ -55,7 +55,8 @@ def unseen_threads(ctx: Context) -> None:
         return
     add = pd.DataFrame(rows)
     _dependency_waits(add, tt.intervals, data.process, ticks)
-    sid = python_stack_at(data.py_intervals, add.pop("at").to_numpy(), add["tid"].to_numpy())
+    add["wait_t"] = add.pop("at")
+    sid = python_stack_at(data.py_intervals, add["wait_t"].to_numpy(), add["tid"].to_numpy())
     add["stack_id"] = sid
     add["wait_stack"] = sid
     leaves = {int(s): python_leaf(data.py_stacks.get(int(s), ())) for s in set(sid.tolist())}

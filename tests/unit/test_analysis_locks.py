@@ -352,3 +352,31 @@ def test_without_the_maps_no_owner_is_claimed():
     lock_owner(ctx)
     # no pool found (the lock stays judged a lock), and the library unmeasured
     assert ctx.metrics["lock_top_pool"] == "" and "lock_top_library" not in ctx.metrics
+
+
+def stale_samples_before_the_wait() -> BundleData:
+    """Threads 2 and 3 are blocked on 0xa at every tick. At the first three ticks py-spy's
+    last sample shows them still in LINE_BEFORE and its next (right after the tick) at SITE;
+    at the last two it saw them at SITE before and after."""
+    line_before = ("main (app.py:1)", "ones (numeric.py:233)")
+    rows = ticks(1, [round(0.1 * i, 9) for i in range(6)], state="R")
+    intervals = [(1, 0.0, 0.55, 1)]
+    for tid in (2, 3):
+        rows += ticks(tid, [0.0] * 6, state="S", syscall=FUTEX, arg0="0xa")
+        for k in (1, 2, 3):
+            intervals += [
+                (tid, 0.1 * k - 0.05, 0.1 * k + 0.005, 2),
+                (tid, 0.1 * k + 0.005, 0.1 * k + 0.05, 0),
+            ]
+        intervals += [(tid, 0.35, 0.55, 0)]
+    return bundle_data(rows, intervals, {0: AT_SITE, 1: RESIZE, 2: line_before})
+
+
+def test_a_lock_s_site_is_where_py_spy_saw_its_waiters_again_after_the_tick():
+    # GIVEN most blocked ticks fall just after a sample of the line before the wait
+    ctx = run(stale_samples_before_the_wait(), thread_states, proc_locks)
+    (hot,) = ctx.hotspots
+    # THEN the site is the wait's line, which later samples confirm, and its time is all kept
+    assert hot.site == SITE
+    assert hot.wait_s == pytest.approx(1.0)
+    assert ctx.metrics["lock_top_holder_site"] == "resize (img.py:40)"
