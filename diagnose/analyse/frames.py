@@ -379,6 +379,10 @@ class FrameRules:
                 return cat.name
         return None
 
+    def is_stage(self, category: str) -> bool:
+        """Is ``category`` a stage around the model call (preprocess, postprocess, ...)?"""
+        return any(c.name == category for c in self._stage)
+
     def inference_category(self, stack: Stack) -> str:
         """What a sample inside the model call does: its kernel category, else "model"."""
         return self.kernel_category(stack) or "model"

@@ -663,8 +663,10 @@ def _metrics(ctx: Context, structure: Structure) -> None:
 
 def thread_category(ctx: Context, tid: int, stack: Stack, fallback: str | None = None) -> str:
     """The category of a Python stack of thread ``tid`` seen outside the on-CPU samples
-    (py-spy --gil's, say): by the call structure found, else its names."""
+    (py-spy --gil's, say): by the call structure found, else its names; never a stage
+    without a model call (no model seen: nothing to be before or after, whatever the
+    function is called)."""
     s = OnCpuSample(tid, stack, 0.0, fallback or ctx.frames.categorize(stack))
-    if ctx.structure is None:
-        return s.category
+    if ctx.structure is None or not ctx.structure.calls:
+        return "other" if ctx.frames.is_stage(s.category) else s.category
     return place_sample(s, ctx.structure, ctx.frames).category

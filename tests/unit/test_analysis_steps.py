@@ -7,10 +7,20 @@ import pandas as pd
 import pytest
 
 from diagnose.analyse import counters, flames, gil, host, oncpu, sched, threads
+from diagnose.analyse.model import ModelPath, Structure
 from diagnose.analyse.pipeline import STEPS, analyse_data
 from diagnose.analyse.registry import METRICS
 from diagnose.formats.stacks import ThreadFrame
-from tests.unit.analysis import FR, FUTEX, NANOSLEEP, bundle_data, futex_table, run, ticks
+from tests.unit.analysis import (
+    FR,
+    FUTEX,
+    NANOSLEEP,
+    bundle_data,
+    context,
+    futex_table,
+    run,
+    ticks,
+)
 
 GIL = {"python": {"runtime": {"start": "0x1000", "end": "0x2000"}}}
 
@@ -233,19 +243,33 @@ def test_gil_waiters_are_counted_per_tick_by_address():
     assert m["busy_share_gil"] is None and "gil_waiters_mean" not in m
 
 
+GIL_FOLDED = (
+    "thread (5): pre;serve (app.py:1);tokenize (app.py:9) 6\n"
+    "thread (6): infer;serve (app.py:1);predict (app.py:20) 2\n"
+    "not a thread frame;x 9\n"
+)
+
+
 def test_gil_holders_from_py_spy_gil_samples():
-    folded = (
-        "thread (5): pre;serve (app.py:1);tokenize (app.py:9) 6\n"
-        "thread (6): infer;serve (app.py:1);predict (app.py:20) 2\n"
-        "not a thread frame;x 9\n"
-    )
-    ctx = run(bundle_data(gil_folded=folded), gil.gil_holders)
+    # GIVEN thread 6 calls the model at predict (app.py:20): a call structure was found
+    ctx = context(bundle_data(gil_folded=GIL_FOLDED))
+    call = ModelPath(("serve (app.py:1)", "predict (app.py:20)"), "framework", 1.0)
+    ctx.structure = Structure(paths={6: [call]}, calls=[call])
+    gil.gil_holders(ctx)
     m = ctx.metrics
     assert m["gil_held_samples"] == 8
     assert (m["gil_holder_top"], m["gil_holder_top_share"]) == ("pre (5)", 0.75)
     assert m["gil_holder_top_site"] == "tokenize (app.py:9)"
     assert m["gil_holder_preprocess_share"] == 0.75  # tokenize is preprocessing
     assert ctx.out.extra["gil_holders"] == [("pre (5)", 0.75), ("infer (6)", 0.25)]
+
+
+def test_without_a_model_call_no_gil_holder_is_a_stage_by_its_name():
+    # GIVEN the same GIL samples and no model call found: nothing to be before
+    ctx = run(bundle_data(gil_folded=GIL_FOLDED), gil.gil_holders)
+    # THEN `tokenize` holding the GIL is the service's Python work, not its preprocessing
+    assert ctx.metrics["gil_holder_preprocess_share"] == 0.0
+    assert ctx.metrics["gil_holder_top_site"] == "tokenize (app.py:9)"
 
 
 # --- on-CPU and stages ---------------------------------------------------------------------
