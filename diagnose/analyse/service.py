@@ -39,6 +39,16 @@ FEEDS = (
     "the service's model runs in PID {pids}"
 )
 
+#: the evidence of a sending process whose siblings wait for it (:func:`saturated_senders`)
+FEEDS_WAITING = (
+    "its process sends work to other processes ({sends}) with a thread {busy:.0%} busy; "
+    "they used {theirs:.2f} cores together against its {own:.2f}: they wait for it"
+)
+#: a thread this busy sets its process's pace
+SATURATED_THREAD = 0.8
+#: the other processes' CPU, against the sender's, at most: they wait for its work
+WAITING_SIBLINGS = 0.25
+
 #: the service's metric -> the per-process metric it sums
 SUMMED = {
     "service_cpu_bound_threads": "cpu_bound_threads",
@@ -60,10 +70,13 @@ def lone_process(ctx: Context) -> None:
 def feeding_processes(analyses: Mapping[int, Analysis]) -> dict[int, str]:
     """Of one service's processes (pid -> analysis), those that feed a sibling's model: no
     thread of theirs calls the model, they send work to other processes, and another
-    process of the service calls the model. pid -> the evidence."""
+    process of the service calls the model. Where no process calls a model that can be
+    seen (a small NumPy projection at 0.01 cores), a process that sends work to the others
+    while a thread of its is saturated and they wait (:func:`saturated_senders`). pid -> the
+    evidence."""
     model = sorted(pid for pid, a in analyses.items() if a.metrics.get("model_call_threads"))
     if not model:
-        return {}
+        return saturated_senders(analyses)
     pids = ", ".join(str(p) for p in model[:3])
     out: dict[int, str] = {}
     for pid, a in analyses.items():
@@ -71,6 +84,34 @@ def feeding_processes(analyses: Mapping[int, Analysis]) -> dict[int, str]:
         if pid not in model and sent:
             out[pid] = FEEDS.format(sends=sent, pids=pids)
     return out
+
+
+def saturated_senders(analyses: Mapping[int, Analysis]) -> dict[int, str]:
+    """The processes that send work to the service's others (``[structure] sends``) with a
+    thread at least SATURATED_THREAD busy, while the others together used at most
+    WAITING_SIBLINGS of its CPU: they wait for what it sends, and it is the pipeline's
+    stage that sets the pace, whatever runs downstream. pid -> the evidence."""
+    cores = {pid: a.metrics.get("process_cpu_cores") for pid, a in analyses.items()}
+    if len(analyses) < 2 or not all(isinstance(c, (int, float)) for c in cores.values()):
+        return {}
+    out: dict[int, str] = {}
+    for pid, a in analyses.items():
+        sent = (a.oncpu.get("structure") or {}).get("sends")
+        own = float(cores[pid] or 0.0)
+        theirs = sum(float(c or 0.0) for p, c in cores.items() if p != pid)
+        busy = busiest_thread(a)
+        if sent and own > 0 and busy >= SATURATED_THREAD and theirs <= WAITING_SIBLINGS * own:
+            out[pid] = FEEDS_WAITING.format(sends=sent, busy=busy, theirs=theirs, own=own)
+    return out
+
+
+def busiest_thread(a: Analysis) -> float:
+    """The largest share of its time a thread of the process was busy (0 unmeasured)."""
+    per = a.per_thread
+    if per is None or per.empty or "busy" not in per or "total" not in per:
+        return 0.0
+    total = per["total"].where(per["total"] > 0)
+    return float((per["busy"] / total).max(skipna=True) or 0.0)
 
 
 def share_cores(

@@ -3,11 +3,12 @@ log lines in flight to PARSERS processes, which turn each into a feature vector 
 Python and put it on a queue that one model process reads, in batches, into a torch MLP
 (one intra-op thread); the parent collects the scores.
 
-    python feed_process.py PARSERS SECONDS [INFLIGHT]
+    python feed_process.py PARSERS SECONDS [INFLIGHT] [torch|numpy]
 
 prints "ready" once the first line is scored, then one JSON line with lines/s at exit.
 With one parser, the parsing is the pipeline's slowest stage; the model process waits on
-its queue. No function here says what it does to the data (a user's names decide nothing)."""
+its queue. With ``numpy`` the last process scores each vector with one NumPy dot
+(0.01 cores): no model call can be seen downstream. No function here says what it does to the data (a user's names decide nothing)."""
 
 from __future__ import annotations
 
@@ -62,12 +63,21 @@ def ranker(rows: mp.Queue, done: mp.Queue, parent: int) -> None:
             done.put((rid, s))
 
 
-def main(parsers: int, seconds: float, inflight: int) -> None:
+def projector(rows: mp.Queue, done: mp.Queue, parent: int) -> None:
+    import numpy as np
+
+    weights = np.random.default_rng(0).standard_normal(DIM)
+    while (item := next_item(rows, parent)) is not None:
+        rid, vec = item  # type: ignore[misc]
+        done.put((rid, float(np.asarray(vec) @ weights)))
+
+
+def main(parsers: int, seconds: float, inflight: int, last: str = "torch") -> None:
     lines_out = [
         "&".join(f"k{(i * 7 + j) % 300}=v{(i * 13 + j * 17) % 9973}x{j}" for j in range(1000))
         for i in range(16)
     ]
-    lines, _rows, done = start_pipeline(stage, parsers, ranker)
+    lines, _rows, done = start_pipeline(stage, parsers, projector if last == "numpy" else ranker)
     for rid in range(inflight):
         lines.put((rid, lines_out[rid % 16]))
     end, ready, n, rid = time.monotonic() + seconds, False, 0, inflight
@@ -87,4 +97,5 @@ def main(parsers: int, seconds: float, inflight: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 24)
+    args = sys.argv[1:]
+    main(int(args[0]), float(args[1]), int(args[2]) if len(args) > 2 else 24, *args[3:4])

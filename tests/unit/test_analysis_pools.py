@@ -6,6 +6,9 @@ in; a sample whose leaf-most user-space frame is the pool's wait loop is spin, i
 
 from __future__ import annotations
 
+import pandas as pd
+import pytest
+
 from diagnose.analyse import oncpu, pools, service
 from diagnose.analyse.model import Analysis, OnCpuSample
 
@@ -148,10 +151,12 @@ def test_near_miss_a_setting_in_force_above_the_fit_is_still_a_fix():
 # --- a pipeline of processes: which feed the model (issue 39, batch 13's s12) --------------
 
 
-def _analysis(**metrics: object) -> Analysis:
+def _analysis(busy: float | None = None, **metrics: object) -> Analysis:
+    """An analysis with these metrics, and one thread ``busy`` of its time (None: unmeasured)."""
     sends = str(metrics.pop("sends", ""))
+    per = None if busy is None else pd.DataFrame({"busy": [busy * 10.0], "total": [10.0]})
     return Analysis(
-        metrics=dict(metrics), unmeasured={}, per_thread=None, thread_time=None,
+        metrics=dict(metrics), unmeasured={}, per_thread=per, thread_time=None,
         oncpu={"structure": {"sends": sends}},
     )  # fmt: skip
 
@@ -178,6 +183,27 @@ def test_a_process_sending_to_the_model_process_is_its_feeding_stage():
 
 def test_near_miss_no_model_anywhere_means_no_feeding_stage():
     # replicas of a service without a model call (or a model not recognised) stay replicas
-    a = _analysis(model_call_threads=0, sends=SEND)
-    b = _analysis(model_call_threads=0, sends=SEND)
+    a = _analysis(0.99, model_call_threads=0, sends=SEND, process_cpu_cores=0.9)
+    b = _analysis(0.99, model_call_threads=0, sends=SEND, process_cpu_cores=0.9)
     assert service.feeding_processes({1: a, 2: b}) == {}
+
+
+def test_a_saturated_sender_whose_siblings_wait_is_the_pipeline_s_stage():
+    # GIVEN no model seen anywhere (a NumPy projection at 0.01 cores): 11 parses at 99% of
+    # one thread and sends; 12 and 13 wait on the queue
+    parser = _analysis(0.99, model_call_threads=0, sends=SEND, process_cpu_cores=0.96)
+    scorers = [_analysis(0.4, model_call_threads=0, process_cpu_cores=0.01) for _ in range(2)]
+    got = service.feeding_processes({11: parser, 12: scorers[0], 13: scorers[1]})
+    # THEN the parser is the stage that sets the pace, with the figures that say so
+    assert set(got) == {11}, got
+    assert "99% busy" in got[11] and "0.02 cores together against its 0.96" in got[11]
+
+
+@pytest.mark.parametrize(
+    ("busy", "theirs"),
+    [(0.6, 0.01), (0.99, 0.2)],  # its thread not saturated; the others working too
+)
+def test_near_miss_a_sender_is_a_stage_only_saturated_and_waited_for(busy, theirs):
+    parser = _analysis(busy, model_call_threads=0, sends=SEND, process_cpu_cores=0.96)
+    scorers = [_analysis(0.4, model_call_threads=0, process_cpu_cores=theirs) for _ in range(2)]
+    assert service.feeding_processes({11: parser, 12: scorers[0], 13: scorers[1]}) == {}
