@@ -22,7 +22,10 @@ other processes (``[structure] sends``) while a sibling calls the model is that 
 feeding stage (:func:`feeding_processes`); its Python work is preprocessing, and the stage's
 CPU (``stage_cpu_share``) is that of the processes that run it, not the whole service's.
 Which process reads a queue is not captured: a stage after the model in a process of its
-own (one that sends its results on) would be read as feeding it too.
+own (one that sends its results on) would be read as feeding it too. Where no process calls
+a model that can be seen (a NumPy projection at 0.01 cores), a process that sends work with
+a saturated thread while the others wait is the stage that sets the pace
+(:func:`saturated_senders`).
 """
 
 from __future__ import annotations
@@ -71,9 +74,8 @@ def feeding_processes(analyses: Mapping[int, Analysis]) -> dict[int, str]:
     """Of one service's processes (pid -> analysis), those that feed a sibling's model: no
     thread of theirs calls the model, they send work to other processes, and another
     process of the service calls the model. Where no process calls a model that can be
-    seen (a small NumPy projection at 0.01 cores), a process that sends work to the others
-    while a thread of its is saturated and they wait (:func:`saturated_senders`). pid -> the
-    evidence."""
+    seen, a process that sends work to the others while one of its threads is saturated
+    and they wait (:func:`saturated_senders`). pid -> the evidence."""
     model = sorted(pid for pid, a in analyses.items() if a.metrics.get("model_call_threads"))
     if not model:
         return saturated_senders(analyses)
