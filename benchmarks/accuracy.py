@@ -54,6 +54,8 @@ from benchmarks.zoo import ZooSample, all_samples, pick, running, start_load
 KEEP = ("report.json", "report.md", "manifest.json")
 BANDS = ((0.0, 0.5), (0.5, 0.6), (0.6, 0.7), (0.7, 0.8), (0.8, 0.9), (0.9, 1.01))
 MISSES_HEADING = "## Known misses"
+BLIND_HEADING = "### On services it had not seen"
+ZOO_HEADING = "### On the zoo"
 
 
 @dataclass(frozen=True)
@@ -271,6 +273,8 @@ def document(
         "",
         "## Calibration",
         "",
+        ZOO_HEADING,
+        "",
         "Share of verdicts that were right, by the confidence diagnose gave them:",
         "",
         "| confidence | verdicts | right | share right |",
@@ -287,13 +291,17 @@ def document(
 
 
 def write(doc: str, out: Path) -> None:
-    """Write the generated part; keep a hand-written Known misses section."""
+    """Write the generated part; keep the hand-written sections: Known misses, and the blind
+    batches' calibration (``python -m benchmarks calibration``'s) before the zoo's."""
     kept = ""
     if out.exists():
         text = out.read_text()
         at = text.find(MISSES_HEADING)
         if at >= 0:
             kept = "\n" + text[at:]
+        blind, zoo = text.find(BLIND_HEADING), text.find(ZOO_HEADING)
+        if 0 <= blind < zoo:
+            doc = doc.replace(ZOO_HEADING, text[blind:zoo] + ZOO_HEADING, 1)
     out.write_text(doc + kept)
 
 
