@@ -19,6 +19,7 @@ and are written by :func:`top_lock_metrics` alone.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -113,7 +114,7 @@ def proc_locks(ctx: Context) -> None:
     caller = lk["stack_id"].map(lambda sid: callers.get(int(sid), "") if sid == sid else "")
     lk = lk.assign(wait_leaf=caller.where(caller != "", lk["wait_leaf"]), sync=caller != "")
     hotspots: list[Hotspot] = []
-    for key, addrs in _lock_groups(lk).items():
+    for key, addrs in _lock_groups(lk, _concurrent_waits(ctx.futex, lk)).items():
         grp = lk[lk["futex_addr"].isin(addrs)]
         if grp["tid"].nunique() >= 2:
             hotspots.append(_proc_hotspot(key, addrs, grp, busy, iv, data))
@@ -123,24 +124,51 @@ def proc_locks(ctx: Context) -> None:
     ctx.metrics.update(top_lock_metrics(hotspots))
 
 
-def _lock_groups(lk: pd.DataFrame) -> dict[str, list[str]]:
+def _concurrent_waits(fx: pd.DataFrame | None, lk: pd.DataFrame) -> dict[str, int]:
+    """Most of perf's futex waits in progress at once on each address the blocked ticks
+    name (a tick is longer than a short wait: two waits in one tick may not overlap)."""
+    if fx is None or fx.empty or "blocked" not in fx:
+        return {}
+    waits = fx[(fx["blocked"] > 0) & fx["uaddr"].isin(set(lk["futex_addr"].unique()))]
+    return {str(a): max_concurrent(grp) for a, grp in waits.groupby("uaddr")}
+
+
+def _lock_groups(lk: pd.DataFrame, concurrent: Mapping[str, int]) -> dict[str, list[str]]:
     """Addresses by lock: one address, or, for addresses with one waiter each but the same
     Python site, that site (one lock seen through per-thread wait words: Python 3.13's
     parking lot)."""
     groups: dict[str, list[str]] = defaultdict(list)
     for addr, grp in lk.groupby("futex_addr"):
-        sync = grp["sync"] if "sync" in grp else pd.Series(False, index=grp.index)
-        # an address a Condition or a queue made for one wait and freed: reused by others
-        per_wait = float(grp.loc[sync, "lock"].sum()) >= 0.5 * float(grp["lock"].sum())
+        per_wait = _per_wait(grp, concurrent.get(str(addr)))
         if per_wait:
-            grp = grp[sync]
+            grp = grp[grp["sync"]] if "sync" in grp else grp
         if grp["tid"].nunique() >= 2 and not per_wait:
             groups[f"addr:{addr}"].append(str(addr))
+            continue
+        sites = _sites(grp)
+        site = sites.most_common(1)[0][0] if sites else ""
+        if site:
+            groups[f"site:{site}"].append(str(addr))
         else:
-            sites = _sites(grp)
-            site = sites.most_common(1)[0][0] if sites else ""
-            groups[f"site:{site}" if site else f"addr:{addr}"].append(str(addr))
+            # waits of words made per wait whose stacks py-spy missed: one queue, unnamed
+            groups["site:" if per_wait else f"addr:{addr}"].append(str(addr))
     return groups
+
+
+def _per_wait(grp: pd.DataFrame, concurrent: int | None) -> bool:
+    """Whether one address's waits are on words made for one wait and freed (a Condition's
+    or a queue's, reused by later waits): judged on the ticks whose Python stack py-spy
+    saw; where it saw none (threads shorter than its period), by their never overlapping
+    (``concurrent``: perf's waits, else the ticks): two threads queued at once on one word
+    are a queue in front of one lock."""
+    known = grp["stack_id"].fillna(-1).to_numpy() >= 0 if "stack_id" in grp else None
+    if known is not None and known.any():
+        seen = grp[known]
+        sync = seen["sync"] if "sync" in seen else pd.Series(False, index=seen.index)
+        return float(seen.loc[sync, "lock"].sum()) >= 0.5 * float(seen["lock"].sum())
+    if concurrent is None:
+        concurrent = int(grp.groupby("t")["tid"].nunique().max())
+    return grp["tid"].nunique() >= 2 and concurrent <= 1
 
 
 def _sites(grp: pd.DataFrame) -> Counter[str]:

@@ -29,9 +29,13 @@ def _capture(
     ret: int = 0,
     socket_wait: bool = False,
     awaiting: float | None = None,
+    words: int = N,
+    sampled: int = N,
 ) -> dict:
     """/proc saw thread 1 run for 1 s (ticks every 0.2 s); perf saw 20 threads started
-    0.05 s apart, each running 5 ms, blocked 40 ms in a futex wait, running 5 ms, ending."""
+    0.05 s apart, each running 5 ms, blocked 40 ms in a futex wait, running 5 ms, ending;
+    the waits on ``words`` addresses in turn; py-spy named every thread and sampled the
+    first ``sampled``."""
     t, tid, state, dur, wk, rows = [], [], [], [], [], []
     iv = [(1, 0.0, 1.0, 0)]
     for i in range(N):
@@ -42,9 +46,10 @@ def _capture(
         state += ["S", "X"]
         dur += [WAIT, float("nan")]
         wk += [waker if waker is not None else 100 + (i - 1 if i else 1), None]
-        rows.append({"t": start + 0.005, "tid": who, "uaddr": hex(0x7000 + 64 * i),
+        rows.append({"t": start + 0.005, "tid": who, "uaddr": hex(0x7000 + 64 * (i % words)),
                      "dur": WAIT, "waker": wk[-2], "ret": ret})  # fmt: skip
-        iv.append((who, start, start + LIFE, stack_id))
+        if i < sampled:
+            iv.append((who, start, start + LIFE, stack_id))
     offcpu = pd.DataFrame({"t": t, "tid": tid, "cpu": 0, "state": state, "dur": dur,
                            "cpu_in": 0, "runq": 0.0, "waker": wk, "stack_id": 0})  # fmt: skip
     grid = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
@@ -56,7 +61,7 @@ def _capture(
         sched_offcpu=offcpu, sched_futex=None if socket_wait else futex_table(rows),
         sched_stacks={0: ("__poll (libc.so.6)",) if socket_wait
                       else ("__futex_abstimed_wait_common (libc.so.6)",)},
-        process=process,
+        process=process, names={t: f"thread-{t}" for t in [1, *range(100, 100 + N)]},
     )  # fmt: skip
     return run(data, threads.thread_states, unseen.unseen_threads, threads.thread_metrics,
                locks.proc_locks).metrics  # fmt: skip
@@ -96,6 +101,30 @@ def test_a_queue_whose_items_peers_hand_back_is_a_lock():
     # per-wait lock words name nothing: the waits group by the code that asked for them
     assert m["lock_top_site"] == "handle (app.py:9)"
     assert m["lock_top_waiters"] == N
+
+
+@pytest.mark.parametrize("sampled", [N // 2, 0])
+def test_a_queue_s_words_reused_by_threads_py_spy_missed_stay_one_lock(sampled):
+    # GIVEN the queue's per-wait words reused by later waiters (4 in turn, never two
+    # waiters at once) and py-spy's samples of only some of the threads, or none
+    m = _capture(stack_id=2, words=4, sampled=sampled)
+    # THEN the waits stay one queue, not four addresses' quarters of it
+    lock = N * WAIT
+    assert m["busy_share_lock"] == pytest.approx(lock / (lock + 1.0 + N * 0.005), abs=0.005)
+    assert m["lock_top_share"] == pytest.approx(m["busy_share_lock"], abs=0.005)
+    assert m["lock_top_waiters"] == N
+    assert m["lock_top_site"] == ("handle (app.py:9)" if sampled else "")
+
+
+def test_threads_queued_at_once_on_one_word_are_its_lock_not_a_queue_s_words():
+    # GIVEN two threads blocked on one address in the same instant, their stacks unseen
+    lk = pd.DataFrame({"t": [0.2, 0.2, 0.4], "tid": [1, 2, 3], "lock": [0.2, 0.2, 0.2],
+                       "stack_id": [-1, -1, -1], "sync": [False] * 3})  # fmt: skip
+    # THEN a lock (by the ticks, or by perf's waits where it measured them), and the same
+    # addresses with waits one after another are words made per wait
+    assert not locks._per_wait(lk, None) and not locks._per_wait(lk, 2)
+    assert locks._per_wait(lk, 1)
+    assert locks._per_wait(lk.assign(t=[0.2, 0.4, 0.6]), None)
 
 
 def test_a_thread_pool_s_workers_waking_each_other_wait_for_work():
