@@ -269,16 +269,30 @@ def clear_referenced(pid: int) -> str:
 
 
 def referenced_bytes(pid: int) -> int | None:
-    """Bytes of the target's memory accessed since :func:`clear_referenced` (smaps_rollup's
-    Referenced), or None."""
-    for line in read_proc(f"/proc/{pid}/smaps_rollup").splitlines():
-        if line.startswith("Referenced:"):
-            parts = line.split()
+    """Bytes of the target's data accessed since :func:`clear_referenced` (smaps' Referenced),
+    or None. The code of its programs and libraries (every mapping of a file it maps
+    executable) is left out: a page cache page counts as referenced when anyone reads the
+    file, and the profilers read those files for their symbols."""
+    text = read_proc(f"/proc/{pid}/smaps")
+    if not text:
+        return None
+    total, code, current = 0, set(), ""
+    referenced: list[tuple[str, int]] = []
+    for line in text.splitlines():
+        head = line.split(None, 5)
+        if len(head) >= 5 and "-" in head[0] and not head[0].endswith(":"):
+            current = head[5].strip() if len(head) == 6 else ""
+            if "x" in head[1] and current.startswith("/"):
+                code.add(current)
+        elif line.startswith("Referenced:"):
             try:
-                return int(parts[1]) * 1024 if len(parts) >= 2 else None
-            except ValueError:
+                referenced.append((current, int(line.split()[1]) * 1024))
+            except (IndexError, ValueError):
                 return None
-    return None
+    for path, n in referenced:
+        if path not in code:
+            total += n
+    return total
 
 
 #: at most this many libraries' data ranges are kept (a process maps a few hundred files)

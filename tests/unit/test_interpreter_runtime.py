@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import mmap
 import os
+import subprocess
 import sys
 
 from diagnose.collect import system
@@ -94,6 +95,32 @@ def test_the_memory_touched_since_the_bits_were_cleared_is_what_was_read():
     a_little = system.referenced_bytes(pid)
     assert all_of_it is not None and all_of_it >= 60 * 1024 * 1024
     assert a_little is not None and a_little < 24 * 1024 * 1024
+
+
+def test_reading_its_libraries_files_from_another_process_touches_none_of_its_memory():
+    # GIVEN a process at rest, and another reading every library file it maps, as perf and
+    # py-spy do for their symbols (the page cache marks those pages referenced for all)
+    rest = subprocess.Popen(
+        [sys.executable, "-c", "import numpy, sys; print('ready', flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert rest.stdout is not None and rest.stdout.readline().startswith("ready")
+        with open(f"/proc/{rest.pid}/maps") as fh:
+            files = {p[5].strip() for p in (x.split(None, 5) for x in fh) if len(p) == 6}
+        libraries = sorted(f for f in files if ".so" in os.path.basename(f))
+        assert len(libraries) >= 5
+        assert system.clear_referenced(rest.pid) == ""
+        for path in libraries:
+            with open(path, "rb") as lib:
+                while lib.read(1 << 20):
+                    pass
+        # THEN the data it touched meanwhile is what it touched at rest: almost nothing
+        touched = system.referenced_bytes(rest.pid)
+        assert touched is not None and touched < 2 * 1024 * 1024
+    finally:
+        rest.kill()
+        rest.wait()
 
 
 def test_the_memory_of_a_process_gone_is_unknown_and_said_so():
