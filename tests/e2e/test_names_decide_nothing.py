@@ -26,4 +26,8 @@ def test_without_a_model_call_a_function_s_name_makes_no_stage(tmp_path: Path, n
     assert m["model_call_threads"] == 0, m["model_call_site"]
     assert m["gil_holder_preprocess_share"] == 0.0, m["gil_holder_top_site"]
     ranked = [(r["category"], r["kind"]) for r in v["ranking"] if r["category"] != "scheduling"]
-    assert ranked and ranked[0] == ("lock", "gil"), v["ranking"]
+    assert all(category != "preprocess" for category, _ in ranked), v["ranking"]
+    # beside a busy neighbour the cores taken from it may be all the rules can name (suite
+    # S1, load average 8-10 on 2 cores: scheduling/cpu_contention alone)
+    contended = any(r["rule"] == "scheduling.cpu_contention" for r in v["ranking"])
+    assert (ranked and ranked[0] == ("lock", "gil")) or (contended and not ranked), v["ranking"]
