@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+cd "$(dirname "$0")"
+V=${1:-a}; S=${2:-12}
+export SVC_LIFETIME=$(( ${S%.*} + 40 ))
+exec /work/main/.venv/bin/python harness.py "$V" "$S" --port 18804 --users 8 --env-b SVC_STORE_CONN=per_thread -- /work/main/.venv/bin/python service.py
